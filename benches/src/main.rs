@@ -1,0 +1,244 @@
+//! `bench`: the benchmark harness of the runtime, side by side with the raw ring and tokio.
+//!
+//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S]`. Each subcommand measures
+//! its contestants alternately in this one process and prints a table of medians, min and
+//! max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS; the rules are in
+//! `shared/BENCHMARKS.md`. Pin the process for stable figures: `taskset -c 0 bench all`.
+
+mod harness;
+#[cfg(feature = "mock-runtime")]
+mod mock_runtime;
+mod nop;
+mod raw;
+mod report;
+mod spawn;
+
+use std::io;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: bench <subcommand> [--quick] [--runs N] [--seconds S]
+
+subcommands:
+  nop     32 IORING_OP_NOP in flight: raw ring vs this runtime
+  spawn   spawn + join of an empty task: this runtime vs tokio current-thread
+  all     every benchmark above, in order
+
+options:
+  --quick        fewer operations and runs (3 instead of 5): a smoke test, not a result
+  --runs N       measured runs per contestant (after one warm-up run each)
+  --seconds S    size each run so the first contestant takes about S seconds
+  -h, --help     print this help
+
+Pin for stable figures, e.g. `taskset -c 0 bench all`.";
+
+/// Options shared by every subcommand.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Opts {
+    /// Fewer operations and runs.
+    pub quick: bool,
+    /// Measured runs per contestant; each benchmark has its default.
+    pub runs: Option<usize>,
+    /// Target seconds per run; each benchmark has a fixed count otherwise.
+    pub seconds: Option<f64>,
+}
+
+/// A benchmark the command line can name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bench {
+    Nop,
+    Spawn,
+}
+
+impl Bench {
+    const ALL: [Bench; 2] = [Bench::Nop, Bench::Spawn];
+
+    fn run(self, opts: &Opts) -> io::Result<()> {
+        match self {
+            Bench::Nop => nop::run(opts),
+            Bench::Spawn => spawn::run(opts),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Bench::Nop => "nop",
+            Bench::Spawn => "spawn",
+        }
+    }
+}
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Help,
+    Run(Vec<Bench>, Opts),
+}
+
+/// Parses the arguments after the program name.
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut opts = Opts::default();
+    let mut benches = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--quick" => opts.quick = true,
+            "--runs" => {
+                let v = value("--runs")?;
+                let n: usize = v.parse().map_err(|_| format!("--runs: not a count: {v}"))?;
+                if n == 0 {
+                    return Err("--runs must be at least 1".to_string());
+                }
+                opts.runs = Some(n);
+            }
+            "--seconds" => {
+                let v = value("--seconds")?;
+                let s: f64 = v
+                    .parse()
+                    .map_err(|_| format!("--seconds: not a number: {v}"))?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return Err("--seconds must be positive".to_string());
+                }
+                opts.seconds = Some(s);
+            }
+            f if f.starts_with('-') => return Err(format!("unknown option {f}")),
+            name => {
+                if benches.is_some() {
+                    return Err(format!("more than one subcommand: {name}"));
+                }
+                benches = Some(match name {
+                    "all" => Bench::ALL.to_vec(),
+                    _ => match Bench::ALL.iter().find(|b| b.name() == name) {
+                        Some(b) => vec![*b],
+                        None => return Err(format!("unknown subcommand {name}")),
+                    },
+                });
+            }
+        }
+    }
+    match benches {
+        Some(b) => Ok(Command::Run(b, opts)),
+        None => Err("no subcommand".to_string()),
+    }
+}
+
+/// The CPUs this process may run on, as `sched_getaffinity(2)` reports them.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: an all-zero `cpu_set_t` is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, inside `set`.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// The running kernel's release string, from uname(2).
+fn kernel_release() -> String {
+    // SAFETY: an all-zero `utsname` is valid (arrays of C chars).
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable `utsname`.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return "unknown".to_string();
+    }
+    let bytes: Vec<u8> = uts
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn main() -> ExitCode {
+    let (benches, opts) = match parse(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Run(b, o)) => (b, o),
+        Err(e) => {
+            eprintln!("bench: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let cpus = allowed_cpus();
+    println!(
+        "bench: kernel {}, {} CPU(s) allowed {:?}{}",
+        kernel_release(),
+        cpus.len(),
+        cpus,
+        if opts.quick {
+            ", --quick (smoke test)"
+        } else {
+            ""
+        }
+    );
+    for bench in benches {
+        println!();
+        if let Err(e) = bench.run(&opts) {
+            eprintln!("bench {}: {e}", bench.name());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_subcommand_and_flags() {
+        let want = Opts {
+            quick: true,
+            runs: Some(7),
+            seconds: Some(0.5),
+        };
+        assert_eq!(
+            parse(args("nop --quick --runs 7 --seconds=0.5")),
+            Ok(Command::Run(vec![Bench::Nop], want))
+        );
+        assert_eq!(
+            parse(args("--runs=2 all")),
+            Ok(Command::Run(
+                Bench::ALL.to_vec(),
+                Opts {
+                    runs: Some(2),
+                    ..Opts::default()
+                }
+            ))
+        );
+        assert_eq!(parse(args("spawn --help")), Ok(Command::Help));
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(parse(args("")).is_err());
+        assert!(parse(args("frobnicate")).is_err());
+        assert!(parse(args("nop spawn")).is_err());
+        assert!(parse(args("nop --runs")).is_err());
+        assert!(parse(args("nop --runs 0")).is_err());
+        assert!(parse(args("nop --seconds -1")).is_err());
+        assert!(parse(args("nop --fast")).is_err());
+    }
+}

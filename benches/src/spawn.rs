@@ -1,0 +1,152 @@
+//! `bench spawn`: spawn and join of an empty task, this runtime vs tokio current-thread.
+//!
+//! No I/O is involved, so the figure is the executor's own cost per task: allocating it,
+//! queueing it, polling it once, storing its output and waking the joiner. Two shapes:
+//! - serial: spawn one task and await its handle before spawning the next;
+//! - batched: spawn `BATCH` tasks, then await all their handles, repeated.
+//!
+//! tokio uses `tokio::spawn` on a `new_current_thread` runtime, the single-threaded executor
+//! a user would pick against a thread-per-core runtime.
+
+use std::io;
+use std::time::Instant;
+
+#[cfg(feature = "mock-runtime")]
+use crate::mock_runtime as runtime;
+
+use crate::harness::{alternate, Contestant, Plan};
+use crate::report::{Measure, Metric, Series, Table, Tally};
+use crate::Opts;
+
+/// Tasks spawned before their handles are awaited, in the batched shape.
+const BATCH: usize = 1_000;
+
+/// Runs the benchmark and prints its tables.
+pub fn run(opts: &Opts) -> io::Result<()> {
+    let count = if opts.quick { 100_000 } else { 1_000_000 };
+    let plan = Plan {
+        count,
+        warmup: count / 4,
+        runs: opts.runs.unwrap_or(if opts.quick { 3 } else { 5 }),
+        seconds: opts.seconds,
+        granule: BATCH as u64,
+    };
+    let tokio_rt = tokio::runtime::Builder::new_current_thread().build()?;
+    let rt = runtime::Builder::new().entries(256).build()?;
+
+    let tally = Tally::default();
+    let mut contestants = vec![
+        Contestant::new("tokio current-thread", |n| tokio_serial(&tokio_rt, n)),
+        Contestant::new("runtime", |n| runtime_serial(&rt, n, &tally)),
+    ];
+    let (series, n) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    let how = "each joined before the next spawn";
+    let mut t = table("serial", how, n, plan.runs, series);
+    t.notes.push(tally.note("runtime"));
+    print!("{}", t.render());
+
+    let tally = Tally::default();
+    let mut contestants = vec![
+        Contestant::new("tokio current-thread", |n| tokio_batched(&tokio_rt, n)),
+        Contestant::new("runtime", |n| runtime_batched(&rt, n, &tally)),
+    ];
+    let (series, n) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    let how = format!("{BATCH} spawned, then all joined");
+    let mut t = table("batched", &how, n, plan.runs, series);
+    t.notes.push(tally.note("runtime"));
+    print!("{}", t.render());
+    Ok(())
+}
+
+fn table(shape: &str, how: &str, n: u64, runs: usize, series: Vec<Series>) -> Table {
+    Table {
+        title: format!("spawn ({shape}): {n} empty tasks per run ({how}), median of {runs} runs"),
+        metric: Metric::NsPerOp("spawn+join"),
+        ratio_label: "vs tokio".to_string(),
+        baseline: 0,
+        series,
+        notes: vec![
+            "vs tokio: how many times faster than tokio current-thread".to_string(),
+            "target: runtime >= 1.5x faster than tokio current-thread".to_string(),
+        ],
+    }
+}
+
+fn runtime_serial(rt: &runtime::Runtime, n: u64, tally: &Tally) -> io::Result<Measure> {
+    rt.block_on(async move {
+        let before = runtime::stats().expect("inside the runtime");
+        let start = Instant::now();
+        for _ in 0..n {
+            if runtime::spawn_local(async {}).await.is_err() {
+                return Err(io::Error::other("empty task failed to join"));
+            }
+        }
+        let elapsed = start.elapsed();
+        let delta = runtime::stats().expect("inside the runtime") - before;
+        tally.add(n, delta);
+        Ok(Measure {
+            ops: n,
+            elapsed,
+            enters: Some(delta.enters),
+        })
+    })
+}
+
+fn runtime_batched(rt: &runtime::Runtime, n: u64, tally: &Tally) -> io::Result<Measure> {
+    rt.block_on(async move {
+        let before = runtime::stats().expect("inside the runtime");
+        let mut handles = Vec::with_capacity(BATCH);
+        let start = Instant::now();
+        for _ in 0..n / BATCH as u64 {
+            handles.extend((0..BATCH).map(|_| runtime::spawn_local(async {})));
+            for handle in handles.drain(..) {
+                if handle.await.is_err() {
+                    return Err(io::Error::other("empty task failed to join"));
+                }
+            }
+        }
+        let elapsed = start.elapsed();
+        let delta = runtime::stats().expect("inside the runtime") - before;
+        let ops = n / BATCH as u64 * BATCH as u64;
+        tally.add(ops, delta);
+        Ok(Measure {
+            ops,
+            elapsed,
+            enters: Some(delta.enters),
+        })
+    })
+}
+
+fn tokio_serial(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
+    rt.block_on(async move {
+        let start = Instant::now();
+        for _ in 0..n {
+            tokio::spawn(async {}).await.map_err(io::Error::other)?;
+        }
+        Ok(Measure {
+            ops: n,
+            elapsed: start.elapsed(),
+            enters: None,
+        })
+    })
+}
+
+fn tokio_batched(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
+    rt.block_on(async move {
+        let mut handles = Vec::with_capacity(BATCH);
+        let start = Instant::now();
+        for _ in 0..n / BATCH as u64 {
+            handles.extend((0..BATCH).map(|_| tokio::spawn(async {})));
+            for handle in handles.drain(..) {
+                handle.await.map_err(io::Error::other)?;
+            }
+        }
+        Ok(Measure {
+            ops: n / BATCH as u64 * BATCH as u64,
+            elapsed: start.elapsed(),
+            enters: None,
+        })
+    })
+}

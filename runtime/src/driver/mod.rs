@@ -1,0 +1,438 @@
+//! The ring driver: the only module that pushes to the SQ or reads the CQ.
+//!
+//! One `Driver` per core, created on the core's thread (SINGLE_ISSUER binds the ring to it).
+//! It owns the ring, the slab of op slots ([`op::Lifecycle`]) and the armed read on the
+//! core's wake eventfd. The loop calls [`Driver::park`] to submit (and wait when nothing is
+//! ready) and [`Driver::reap`] to move every ready CQE into its slot in one pass.
+//!
+//! # Invariant
+//! A slot's data (`Ignored`) is freed only when the op's final CQE is reaped; shutdown
+//! cancels every op and reaps until none is in flight. A full SQ is submitted and the push
+//! retried; `EBUSY` and CQ overflow are answered by reaping (the kernel's NODROP feature
+//! keeps overflowed CQEs until then). Reserved `user_data` values, from `u64::MAX` down,
+//! mark the driver's own CQEs.
+
+pub mod op;
+pub mod ops;
+mod setup;
+
+use std::io;
+use std::os::fd::RawFd;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, squeue, types, IoUring};
+use slab::Slab;
+
+pub use op::{Completable, Cqe, MultiOp, Op};
+use op::{close_raw, Lifecycle, Transition};
+pub use setup::RingFlags;
+
+/// `user_data` of the driver's own `ASYNC_CANCEL` SQEs: their CQEs are dropped.
+const CANCEL_TOKEN: u64 = u64::MAX;
+/// `io_uring_enter(2)`'s flag to collect completions (and run deferred task work).
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
+/// `user_data` of the armed read on the wake eventfd.
+const WAKE_TOKEN: u64 = u64::MAX - 1;
+
+/// How long shutdown waits for cancelled ops without any progress before it gives up on
+/// them (their memory is then leaked, never freed under the kernel).
+const SHUTDOWN_STALL: Duration = Duration::from_secs(10);
+
+/// Counters the driver keeps for [`crate::Stats`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct DriverCounters {
+    pub(crate) sqes: u64,
+    pub(crate) enters: u64,
+    pub(crate) cqes: u64,
+}
+
+/// One core's ring and op slots.
+pub(crate) struct Driver {
+    ring: IoUring,
+    ops: Slab<Lifecycle>,
+    flags: RingFlags,
+    /// Wakers of completed ops, collected while reaping and woken by the loop afterwards,
+    /// outside any borrow of the driver.
+    wakes: Vec<Waker>,
+    wake_fd: RawFd,
+    /// The eventfd read's target. Boxed so its address is stable; freed only after the read's
+    /// final CQE (see `shutdown`).
+    wake_buf: Box<u64>,
+    wake_armed: bool,
+    /// The wake read completed since the loop last looked.
+    woken: bool,
+    /// Set by `shutdown`: the wake read is no longer re-armed.
+    shutting_down: bool,
+    pub(crate) counters: DriverCounters,
+}
+
+impl Driver {
+    /// Sets up the ring (best flags this kernel grants) and arms the wake read.
+    pub(crate) fn new(want: RingFlags, wake_fd: RawFd) -> io::Result<Driver> {
+        let (ring, flags) = setup::build_ring(want)?;
+        let mut driver = Driver {
+            ring,
+            ops: Slab::with_capacity(flags.sq_entries as usize),
+            flags,
+            wakes: Vec::with_capacity(64),
+            wake_fd,
+            wake_buf: Box::new(0),
+            wake_armed: false,
+            woken: false,
+            shutting_down: false,
+            counters: DriverCounters::default(),
+        };
+        driver.arm_wake();
+        Ok(driver)
+    }
+
+    /// The flags the kernel granted.
+    pub(crate) fn flags(&self) -> RingFlags {
+        self.flags
+    }
+
+    /// Pushes one SQE; a full SQ is submitted first. Never drops an SQE.
+    fn push(&mut self, sqe: &squeue::Entry) {
+        self.counters.sqes += 1;
+        loop {
+            // SAFETY: every SQE handed to the driver points only into memory its op owns
+            // until the final CQE (the contract of `Op::new`), or into the driver's own
+            // `wake_buf`, which outlives the read.
+            let pushed = unsafe { self.ring.submission().push(sqe) };
+            match pushed {
+                Ok(()) => return,
+                Err(_full) => self.submit_now(),
+            }
+        }
+    }
+
+    /// Submits what the SQ holds without waiting, reaping first when the kernel says busy.
+    fn submit_now(&mut self) {
+        loop {
+            self.counters.enters += 1;
+            match self.ring.submit() {
+                Ok(_) => return,
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EBUSY) | Some(libc::EAGAIN) => {
+                        // The CQ (or the kernel's overflow list) is full: make room.
+                        self.enter_getevents(0);
+                        self.reap();
+                        if self.ring.submission().is_empty() {
+                            return;
+                        }
+                    }
+                    _ => panic!(
+                        "io_uring_enter (submit of {} SQEs) failed: {e}",
+                        self.ring.submission().len()
+                    ),
+                },
+            }
+        }
+    }
+
+    /// Submits and runs deferred completion work without waiting (`GETEVENTS`, min 0).
+    fn enter_getevents(&mut self, to_submit: u32) {
+        self.counters.enters += 1;
+        // SAFETY: no argument pointer is passed; the flags are valid for io_uring_enter.
+        let res = unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                to_submit,
+                0,
+                IORING_ENTER_GETEVENTS,
+                None,
+            )
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME) => {}
+                _ => panic!("io_uring_enter(GETEVENTS) failed: {e}"),
+            }
+        }
+    }
+
+    /// Hands queued SQEs to the kernel. With `wait`, sleeps until a CQE or `timeout`;
+    /// without, only enters the kernel if there is something to submit or to collect.
+    pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
+        if !wait || timeout == Some(Duration::ZERO) {
+            let sq = self.ring.submission();
+            let pending = sq.len() as u32;
+            if pending == 0 && !sq.taskrun() && !sq.cq_overflow() {
+                return;
+            }
+            drop(sq);
+            self.enter_getevents(pending);
+            return;
+        }
+        self.counters.enters += 1;
+        let res = match timeout {
+            None => self.ring.submit_and_wait(1),
+            Some(d) => {
+                let ts = types::Timespec::from(d);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
+                _ => panic!("io_uring_enter (wait) failed: {e}"),
+            }
+        }
+    }
+
+    /// Moves every ready CQE into its slot, in one pass, until the CQ and the kernel's
+    /// overflow list are empty. Returns how many were reaped.
+    pub(crate) fn reap(&mut self) -> usize {
+        let mut n = 0;
+        loop {
+            // Hot path: one acquire of the CQ tail, one release of its head.
+            for cqe in self.ring.completion() {
+                n += 1;
+                let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+                match ud {
+                    CANCEL_TOKEN => {}
+                    WAKE_TOKEN => {
+                        self.wake_armed = false;
+                        self.woken = true;
+                    }
+                    key => {
+                        let key = key as usize;
+                        let Some(slot) = self.ops.get_mut(key) else {
+                            panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
+                        };
+                        match slot.complete(res, flags) {
+                            Transition::Keep => {}
+                            Transition::Wake(w) => self.wakes.push(w),
+                            Transition::Remove { close_fd } => {
+                                if let Some(fd) = close_fd {
+                                    close_raw(fd);
+                                }
+                                drop(self.ops.remove(key));
+                            }
+                        }
+                    }
+                }
+            }
+            if !self.ring.submission().cq_overflow() {
+                break;
+            }
+            // The kernel holds overflowed CQEs: ask it to flush them into the (now empty) CQ.
+            self.enter_getevents(0);
+        }
+        self.counters.cqes += n as u64;
+        if !self.wake_armed && !self.shutting_down {
+            self.arm_wake();
+        }
+        n
+    }
+
+    /// Takes the wakers collected by `reap`; give the vector back with [`Driver::return_wakes`].
+    pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
+        std::mem::take(&mut self.wakes)
+    }
+
+    /// Returns the (drained) vector from `take_wakes`, keeping its capacity.
+    pub(crate) fn return_wakes(&mut self, v: Vec<Waker>) {
+        debug_assert!(v.is_empty());
+        if self.wakes.is_empty() {
+            self.wakes = v;
+        }
+    }
+
+    /// Whether the wake eventfd fired since the last call.
+    pub(crate) fn take_woken(&mut self) -> bool {
+        std::mem::take(&mut self.woken)
+    }
+
+    fn arm_wake(&mut self) {
+        let ptr: *mut u64 = &mut *self.wake_buf;
+        let sqe = opcode::Read::new(types::Fd(self.wake_fd), ptr.cast(), 8)
+            .build()
+            .user_data(WAKE_TOKEN);
+        self.wake_armed = true;
+        self.push(&sqe);
+    }
+
+    /// Takes a slot for a single-shot op and pushes its SQE.
+    pub(crate) fn submit(&mut self, sqe: squeue::Entry) -> usize {
+        let key = self.ops.insert(Lifecycle::Submitted);
+        self.push(&sqe.user_data(key as u64));
+        key
+    }
+
+    /// Takes a slot for a multishot op and pushes its SQE.
+    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry) -> usize {
+        let key = self.ops.insert(Lifecycle::Multi {
+            waker: None,
+            queue: Default::default(),
+            done: false,
+        });
+        self.push(&sqe.user_data(key as u64));
+        key
+    }
+
+    /// Polls a single-shot op's slot: its CQE, or `Pending` with the waker stored.
+    pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
+        let slot = &mut self.ops[key];
+        match slot {
+            Lifecycle::Submitted => {
+                *slot = Lifecycle::Waiting(cx.waker().clone());
+                Poll::Pending
+            }
+            Lifecycle::Waiting(w) => {
+                if !w.will_wake(cx.waker()) {
+                    *w = cx.waker().clone();
+                }
+                Poll::Pending
+            }
+            Lifecycle::Completed(_) => match self.ops.remove(key) {
+                Lifecycle::Completed(cqe) => Poll::Ready(cqe),
+                _ => unreachable!(),
+            },
+            other => panic!("single-shot op polled in state {other:?}"),
+        }
+    }
+
+    /// Polls a multishot op's slot: its next CQE, or `Pending` with the waker stored. The
+    /// slot is freed when its final CQE is taken.
+    pub(crate) fn poll_multi(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
+        let Lifecycle::Multi { waker, queue, .. } = &mut self.ops[key] else {
+            panic!("multishot op polled in state {:?}", self.ops[key])
+        };
+        match queue.pop_front() {
+            Some(cqe) => {
+                if !cqe.more() {
+                    self.ops.remove(key);
+                }
+                Poll::Ready(cqe)
+            }
+            None => {
+                match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The future of a single-shot op was dropped: park its data until the final CQE.
+    pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
+        match &self.ops[key] {
+            Lifecycle::Submitted | Lifecycle::Waiting(_) => {
+                self.ops[key] = Lifecycle::Ignored {
+                    _data: data,
+                    returns_fd,
+                };
+                self.cancel(key);
+            }
+            Lifecycle::Completed(_) => {
+                // Completed, never collected: the kernel is done with the data.
+                if let Lifecycle::Completed(Cqe { result: Ok(fd), .. }) = self.ops.remove(key) {
+                    if returns_fd {
+                        close_raw(fd as i32);
+                    }
+                }
+            }
+            other => panic!("single-shot op dropped in state {other:?}"),
+        }
+    }
+
+    /// A multishot op was dropped: close fds it queued, park its data until its final CQE.
+    pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
+        let Lifecycle::Multi { queue, done, .. } = &mut self.ops[key] else {
+            panic!("multishot op dropped in state {:?}", self.ops[key])
+        };
+        if returns_fd {
+            for cqe in queue.drain(..) {
+                if let Ok(fd) = cqe.result {
+                    close_raw(fd as i32);
+                }
+            }
+        }
+        if *done {
+            self.ops.remove(key);
+        } else {
+            self.ops[key] = Lifecycle::IgnoredMulti {
+                _data: data,
+                returns_fd,
+            };
+            self.cancel(key);
+        }
+    }
+
+    /// Queues an `ASYNC_CANCEL` for the op in slot `key`; its own CQE is dropped.
+    pub(crate) fn cancel(&mut self, key: usize) {
+        let sqe = opcode::AsyncCancel::new(key as u64)
+            .build()
+            .user_data(CANCEL_TOKEN);
+        self.push(&sqe);
+    }
+
+    /// Ops the kernel still owns (their final CQE has not been reaped).
+    fn in_flight(&self) -> usize {
+        self.ops
+            .iter()
+            .filter(|(_, s)| match s {
+                Lifecycle::Completed(_) => false,
+                Lifecycle::Multi { done, .. } => !done,
+                _ => true,
+            })
+            .count()
+    }
+
+    /// Cancels every op and reaps until the kernel owns nothing of ours. Called with the
+    /// tasks already dropped, so every op left is ignored or owned by a future outside them.
+    pub(crate) fn shutdown(&mut self) {
+        self.shutting_down = true;
+        let keys: Vec<usize> = self
+            .ops
+            .iter()
+            .filter(|(_, s)| !matches!(s, Lifecycle::Completed(_) | Lifecycle::Multi { done: true, .. }))
+            .map(|(k, _)| k)
+            .collect();
+        for key in keys {
+            self.cancel(key);
+        }
+        if self.wake_armed {
+            let sqe = opcode::AsyncCancel::new(WAKE_TOKEN)
+                .build()
+                .user_data(CANCEL_TOKEN);
+            self.push(&sqe);
+        }
+        let mut last = (self.in_flight(), self.wake_armed);
+        let mut since = Instant::now();
+        while last != (0, false) {
+            self.park(true, Some(Duration::from_millis(50)));
+            self.reap();
+            // Wakers of dropped tasks: nothing is left to run.
+            self.wakes.clear();
+            let now = (self.in_flight(), self.wake_armed);
+            if now != last {
+                last = now;
+                since = Instant::now();
+            } else if since.elapsed() > SHUTDOWN_STALL {
+                // The kernel will not give these back: leak them rather than free memory it
+                // may still write.
+                eprintln!(
+                    "runtime: {} ops still in flight after shutdown; leaking their buffers",
+                    last.0
+                );
+                std::mem::forget(std::mem::take(&mut self.ops));
+                std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if !self.shutting_down {
+            self.shutdown();
+        }
+    }
+}

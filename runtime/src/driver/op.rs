@@ -1,0 +1,418 @@
+//! The op future and its lifecycle: the safety line of the runtime.
+//!
+//! Every SQE in flight has a slot in the driver's slab, and its `user_data` is the slot's
+//! key. A slot is, in turn (see [`Lifecycle`]):
+//! - `Submitted`: in the kernel, no waker yet;
+//! - `Waiting`: in the kernel, holding the waker of the task that awaits it;
+//! - `Completed`: the CQE arrived and waits for the future's next poll;
+//! - `Ignored`: the future was dropped while the kernel still owned its data; the slot holds
+//!   that data until the final CQE, then frees it (and closes an fd the op produced);
+//! - `Multi`: a multishot op's queue of CQEs and whether the kernel will post more.
+//!
+//! # Invariant
+//! Memory the kernel may read or write belongs to the op's data (`T`), which lives in the
+//! [`Op`] until the final CQE is consumed, or in the `Ignored` slot after the future is
+//! dropped. It is never freed before the kernel's final CQE for the op has been reaped.
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use io_uring::{cqueue, squeue};
+
+use crate::executor::{self, coop};
+
+/// One completion: the kernel's result and flags for an op.
+#[derive(Debug)]
+pub struct Cqe {
+    /// The result: a non-negative value, or the error the kernel returned.
+    pub result: io::Result<u32>,
+    /// The CQE's flags (`IORING_CQE_F_*`).
+    pub flags: u32,
+}
+
+impl Cqe {
+    /// The one place a raw CQE result becomes a result: negative values are `-errno`.
+    pub(crate) fn from_raw(res: i32, flags: u32) -> Self {
+        let result = if res < 0 {
+            Err(io::Error::from_raw_os_error(-res))
+        } else {
+            Ok(res as u32)
+        };
+        Cqe { result, flags }
+    }
+
+    /// Whether the kernel will post more CQEs for this op (`IORING_CQE_F_MORE`).
+    pub fn more(&self) -> bool {
+        cqueue::more(self.flags)
+    }
+
+    /// The provided buffer the kernel picked, if any (`IORING_CQE_F_BUFFER`).
+    pub fn buffer_id(&self) -> Option<u16> {
+        cqueue::buffer_select(self.flags)
+    }
+}
+
+/// The data of an op: everything the kernel reads or writes, and how the CQE becomes the
+/// op's output.
+///
+/// Implement it to add an operation (this is how `net` and `fs` build theirs), then create
+/// the op with [`Op::new`].
+pub trait Completable: 'static {
+    /// What awaiting the op gives.
+    type Output;
+
+    /// Whether a successful result is a new file descriptor the caller will own (accept,
+    /// openat, socket). If the future is dropped before it sees such a result, the driver
+    /// closes the fd, so it does not leak.
+    const RETURNS_FD: bool = false;
+
+    /// Turns the op's CQE into its output, giving back the data.
+    fn complete(self, cqe: Cqe) -> Self::Output;
+}
+
+/// The state of one slab slot: see the module documentation.
+pub(crate) enum Lifecycle {
+    Submitted,
+    Waiting(Waker),
+    Completed(Cqe),
+    Ignored {
+        _data: Box<dyn Any>,
+        returns_fd: bool,
+    },
+    Multi {
+        waker: Option<Waker>,
+        queue: VecDeque<Cqe>,
+        /// The kernel posted the CQE without `F_MORE`: nothing more will come.
+        done: bool,
+    },
+    IgnoredMulti {
+        _data: Box<dyn Any>,
+        returns_fd: bool,
+    },
+}
+
+impl fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Lifecycle::Submitted => f.write_str("Submitted"),
+            Lifecycle::Waiting(_) => f.write_str("Waiting"),
+            Lifecycle::Completed(c) => write!(f, "Completed({c:?})"),
+            Lifecycle::Ignored { returns_fd, .. } => write!(f, "Ignored(fd: {returns_fd})"),
+            Lifecycle::Multi { queue, done, .. } => {
+                write!(f, "Multi(queued: {}, done: {done})", queue.len())
+            }
+            Lifecycle::IgnoredMulti { returns_fd, .. } => {
+                write!(f, "IgnoredMulti(fd: {returns_fd})")
+            }
+        }
+    }
+}
+
+/// What the driver does with a slot after a CQE: `#[must_use]` so no caller forgets one.
+#[must_use]
+pub(crate) enum Transition {
+    /// Keep the slot.
+    Keep,
+    /// Keep the slot and wake this waker.
+    Wake(Waker),
+    /// The op is over: remove the slot (freeing ignored data), closing `fd` if set.
+    Remove { close_fd: Option<i32> },
+}
+
+impl Lifecycle {
+    /// Applies a CQE to the slot.
+    pub(crate) fn complete(&mut self, res: i32, flags: u32) -> Transition {
+        match self {
+            Lifecycle::Submitted => {
+                *self = Lifecycle::Completed(Cqe::from_raw(res, flags));
+                Transition::Keep
+            }
+            Lifecycle::Waiting(_) => {
+                let prev = std::mem::replace(self, Lifecycle::Completed(Cqe::from_raw(res, flags)));
+                match prev {
+                    Lifecycle::Waiting(w) => Transition::Wake(w),
+                    _ => unreachable!(),
+                }
+            }
+            Lifecycle::Ignored { returns_fd, .. } => Transition::Remove {
+                close_fd: (*returns_fd && res >= 0).then_some(res),
+            },
+            Lifecycle::Multi { waker, queue, done } => {
+                let cqe = Cqe::from_raw(res, flags);
+                *done = !cqe.more();
+                queue.push_back(cqe);
+                match waker.take() {
+                    Some(w) => Transition::Wake(w),
+                    None => Transition::Keep,
+                }
+            }
+            Lifecycle::IgnoredMulti { returns_fd, .. } => {
+                let close_fd = (*returns_fd && res >= 0).then_some(res);
+                if cqueue::more(flags) {
+                    if let Some(fd) = close_fd {
+                        close_raw(fd);
+                    }
+                    Transition::Keep
+                } else {
+                    Transition::Remove { close_fd }
+                }
+            }
+            Lifecycle::Completed(c) => {
+                panic!("second CQE (res {res}, flags {flags:#x}) for a single-shot op already completed with {c:?}")
+            }
+        }
+    }
+}
+
+/// Closes an fd the kernel produced for an op nobody awaits any more.
+pub(crate) fn close_raw(fd: i32) {
+    // SAFETY: the fd was created by the kernel for a dropped op; nothing else owns it.
+    unsafe { libc::close(fd) };
+}
+
+enum State<T> {
+    /// Built, not yet pushed: pushed on the first poll, on the polling core.
+    Unsubmitted { data: T, sqe: squeue::Entry },
+    /// In flight in `core`'s ring, in slot `key`.
+    Submitted {
+        data: T,
+        key: usize,
+        core: executor::CoreId,
+    },
+    /// The output was returned.
+    Done,
+}
+
+/// A future for one io_uring operation: pushes its SQE on first poll, resolves on its CQE.
+///
+/// Dropping it before the CQE never frees what the kernel may touch: its data moves into
+/// the driver's ignored slot and an `IORING_OP_ASYNC_CANCEL` is queued.
+///
+/// ```
+/// use runtime::driver::{Completable, Cqe, Op};
+/// use io_uring::opcode;
+///
+/// struct MyNop;
+/// impl Completable for MyNop {
+///     type Output = std::io::Result<u32>;
+///     fn complete(self, cqe: Cqe) -> Self::Output {
+///         cqe.result
+///     }
+/// }
+///
+/// let rt = runtime::Runtime::new().unwrap();
+/// let res = rt.block_on(async {
+///     // SAFETY: a NOP points at no memory.
+///     unsafe { Op::new(MyNop, opcode::Nop::new().build()) }.await
+/// });
+/// assert_eq!(res.unwrap(), 0);
+/// ```
+pub struct Op<T: Completable> {
+    state: State<T>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+// The op's data is never pinned in place (the kernel only sees heap memory it owns), so the
+// future may move between polls.
+impl<T: Completable> Unpin for Op<T> {}
+
+impl<T: Completable> Op<T> {
+    /// Creates an op from its data and its SQE. Nothing is submitted until the first poll.
+    ///
+    /// # Safety
+    /// Every pointer in `sqe` must point into memory owned by `data` that keeps its address
+    /// when `data` is moved (the heap block of a `Vec` or `Box`, a `'static`), and stays valid
+    /// until `data` is dropped. The SQE's `user_data` is overwritten.
+    pub unsafe fn new(data: T, sqe: squeue::Entry) -> Self {
+        Op {
+            state: State::Unsubmitted { data, sqe },
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The op's data, while the op is not finished.
+    pub fn data(&self) -> Option<&T> {
+        match &self.state {
+            State::Unsubmitted { data, .. } | State::Submitted { data, .. } => Some(data),
+            State::Done => None,
+        }
+    }
+}
+
+impl<T: Completable> Future for Op<T> {
+    type Output = T::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
+        // Hot path: one thread-local look-up, one slab access.
+        let this = self.get_mut();
+        let ready = coop::poll_proceed(cx);
+        let core = executor::current_core_id()
+            .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
+        match &mut this.state {
+            State::Unsubmitted { sqe, .. } => {
+                let key = executor::with_driver(|d| d.submit(sqe.clone()));
+                let State::Unsubmitted { data, .. } = std::mem::replace(&mut this.state, State::Done) else {
+                    unreachable!()
+                };
+                this.state = State::Submitted { data, key, core };
+            }
+            State::Submitted { core: owner, .. } => {
+                assert!(
+                    *owner == core,
+                    "an io_uring op was polled on a different core than the one it was submitted on"
+                );
+            }
+            State::Done => panic!("op polled after it completed"),
+        }
+        let State::Submitted { key, .. } = &this.state else {
+            unreachable!()
+        };
+        let key = *key;
+        let ready = match ready {
+            Poll::Ready(r) => r,
+            Poll::Pending => {
+                // Out of budget: the op is submitted, collect it on a later poll.
+                return Poll::Pending;
+            }
+        };
+        match executor::with_driver(|d| d.poll_op(key, cx)) {
+            Poll::Ready(cqe) => {
+                ready.made_progress();
+                let State::Submitted { data, .. } = std::mem::replace(&mut this.state, State::Done) else {
+                    unreachable!()
+                };
+                Poll::Ready(data.complete(cqe))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: Completable> Drop for Op<T> {
+    fn drop(&mut self) {
+        if let State::Submitted { .. } = self.state {
+            let State::Submitted { data, key, core } = std::mem::replace(&mut self.state, State::Done) else {
+                unreachable!()
+            };
+            if executor::current_core_id() == Some(core) {
+                executor::with_driver(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
+            } else {
+                // Dropped off its core (or after its runtime shut down without reaping it,
+                // which shutdown never does): the kernel may still own the data, so it is
+                // leaked rather than freed.
+                std::mem::forget(data);
+            }
+        }
+    }
+}
+
+/// A multishot op: one SQE, many CQEs, until one arrives without `IORING_CQE_F_MORE`.
+///
+/// `poll_next` yields each CQE in order; the data stays with the op (or, once it is dropped,
+/// with the driver) until the final CQE.
+pub struct MultiOp<T: 'static> {
+    state: State<T>,
+    returns_fd: bool,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+impl<T: 'static> Unpin for MultiOp<T> {}
+
+impl<T: 'static> MultiOp<T> {
+    /// Creates a multishot op. Nothing is submitted until the first poll.
+    ///
+    /// `returns_fd` says whether successful results are new fds (multishot accept): those
+    /// that arrive after the op is dropped are closed by the driver.
+    ///
+    /// # Safety
+    /// As for [`Op::new`]; in addition `sqe` must be a multishot opcode (or one that may post
+    /// several CQEs, such as `SEND_ZC`).
+    pub unsafe fn new(data: T, sqe: squeue::Entry, returns_fd: bool) -> Self {
+        MultiOp {
+            state: State::Unsubmitted { data, sqe },
+            returns_fd,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The op's data. `None` after the final CQE was yielded.
+    pub fn data(&self) -> Option<&T> {
+        match &self.state {
+            State::Unsubmitted { data, .. } | State::Submitted { data, .. } => Some(data),
+            State::Done => None,
+        }
+    }
+
+    /// Whether the op was pushed to the kernel and has not yet posted its final CQE.
+    pub fn is_armed(&self) -> bool {
+        matches!(self.state, State::Submitted { .. })
+    }
+
+    /// Polls for the next CQE; `None` once the final one was yielded.
+    pub fn poll_next_cqe(&mut self, cx: &mut Context<'_>) -> Poll<Option<Cqe>> {
+        let core = executor::current_core_id()
+            .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
+        match &mut self.state {
+            State::Unsubmitted { sqe, .. } => {
+                let key = executor::with_driver(|d| d.submit_multi(sqe.clone()));
+                let State::Unsubmitted { data, .. } = std::mem::replace(&mut self.state, State::Done) else {
+                    unreachable!()
+                };
+                self.state = State::Submitted { data, key, core };
+            }
+            State::Submitted { core: owner, .. } => assert!(
+                *owner == core,
+                "an io_uring op was polled on a different core than the one it was submitted on"
+            ),
+            State::Done => return Poll::Ready(None),
+        }
+        let State::Submitted { key, .. } = &self.state else {
+            unreachable!()
+        };
+        let key = *key;
+        let ready = std::task::ready!(coop::poll_proceed(cx));
+        match executor::with_driver(|d| d.poll_multi(key, cx)) {
+            Poll::Ready(cqe) => {
+                ready.made_progress();
+                if !cqe.more() {
+                    self.state = State::Done;
+                }
+                Poll::Ready(Some(cqe))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Stops the op: queues an `ASYNC_CANCEL`; the CQEs that were queued and the final one
+    /// are still yielded by `poll_next_cqe`.
+    pub fn cancel(&mut self) {
+        if let State::Submitted { key, core, .. } = &self.state {
+            if executor::current_core_id() == Some(*core) {
+                let key = *key;
+                executor::with_driver(|d| d.cancel(key));
+            }
+        }
+    }
+}
+
+impl<T: 'static> Drop for MultiOp<T> {
+    fn drop(&mut self) {
+        if let State::Submitted { .. } = self.state {
+            let State::Submitted { data, key, core } = std::mem::replace(&mut self.state, State::Done) else {
+                unreachable!()
+            };
+            if executor::current_core_id() == Some(core) {
+                let returns_fd = self.returns_fd;
+                executor::with_driver(|d| d.drop_multi(key, Box::new(data), returns_fd));
+            } else {
+                std::mem::forget(data);
+            }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! `IORING_OP_NOP`: an op that does nothing, for tests and benchmarks of the op path.
+
+use std::io;
+
+use io_uring::opcode;
+
+use crate::driver::{Completable, Cqe, Op};
+
+/// The data of a NOP: none.
+#[derive(Debug)]
+pub struct Nop;
+
+impl Completable for Nop {
+    type Output = io::Result<()>;
+
+    fn complete(self, cqe: Cqe) -> io::Result<()> {
+        cqe.result.map(|_| ())
+    }
+}
+
+/// Sends one `IORING_OP_NOP` through the ring and resolves on its CQE.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// rt.block_on(async { runtime::nop().await.unwrap() });
+/// ```
+pub fn nop() -> Op<Nop> {
+    // SAFETY: a NOP points at no memory.
+    unsafe { Op::new(Nop, opcode::Nop::new().build()) }
+}

@@ -1,0 +1,62 @@
+//! The cooperative poll budget: a task that keeps finding ops ready yields after a while,
+//! so one busy task cannot starve the others or the ring.
+//!
+//! Each task poll starts with [`TASK_BUDGET`] units; every op that returns `Ready` spends
+//! one. At zero, ops return `Pending` after waking their task, which goes to the back of the
+//! run queue.
+
+use std::cell::Cell;
+use std::task::{Context, Poll};
+
+/// Ops a task may complete in one poll before it is made to yield.
+pub(crate) const TASK_BUDGET: u32 = 128;
+
+thread_local! {
+    static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// Gives the next poll a fresh budget.
+pub(crate) fn reset() {
+    BUDGET.with(|b| b.set(TASK_BUDGET));
+}
+
+/// Permission for one op to return `Ready`; spend it with [`Proceed::made_progress`].
+pub(crate) struct Proceed(());
+
+impl Proceed {
+    /// The op returned `Ready`: one unit spent.
+    pub(crate) fn made_progress(self) {
+        BUDGET.with(|b| b.set(b.get().saturating_sub(1)));
+    }
+}
+
+/// `Ready` while the current task has budget left; otherwise wakes it and says `Pending`.
+pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
+    if BUDGET.with(Cell::get) == 0 {
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    } else {
+        Poll::Ready(Proceed(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Waker;
+
+    #[test]
+    fn budget_runs_out_then_resets() {
+        reset();
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..TASK_BUDGET {
+            match poll_proceed(&mut cx) {
+                Poll::Ready(p) => p.made_progress(),
+                Poll::Pending => panic!("budget ran out early"),
+            }
+        }
+        assert!(poll_proceed(&mut cx).is_pending());
+        reset();
+        assert!(poll_proceed(&mut cx).is_ready());
+    }
+}

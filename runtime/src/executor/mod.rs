@@ -1,0 +1,444 @@
+//! The executor: one core's run queue, task list, wakers, and the loop.
+//!
+//! The loop (DESIGN.md, "The loop"), one [`Core::tick`] at a time:
+//! 1. run ready tasks, at most [`TASKS_PER_TICK`], so one busy core still serves its ring;
+//! 2. submit queued SQEs: without waiting if anything is ready, else one wait carrying the
+//!    next timer's deadline as its timeout;
+//! 3. reap the whole CQ in one pass and wake each op's task.
+//!
+//! A wake on the core's own thread is a push onto the local queue (no syscall, no lock, no
+//! allocation). A wake from another thread pushes onto the core's remote queue and writes
+//! the core's eventfd, on which the driver keeps a read armed, once per batch.
+//!
+//! # Invariant
+//! `CONTEXT` points at the core whose loop runs on this thread, for exactly as long as a
+//! `block_on` (or the runtime's shutdown) is on the stack; ops, timers and spawns reach
+//! their core through it.
+
+pub(crate) mod coop;
+mod join;
+mod task;
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Instant;
+use std::{io, ptr};
+
+use slab::Slab;
+
+use crate::driver::{Driver, RingFlags};
+use crate::time::Timers;
+pub use join::{JoinError, JoinHandle};
+use task::RawTask;
+
+/// Tasks run per loop iteration before the ring is served again.
+pub(crate) const TASKS_PER_TICK: usize = 128;
+
+/// Identifies one core (one ring and its loop) for the life of the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CoreId(u64);
+
+/// The part of a core other threads reach: its remote queue and its wake eventfd.
+pub(crate) struct Shared {
+    id: CoreId,
+    remote: Mutex<Remote>,
+    /// Set when the eventfd was written and the loop has not drained the remote queue since.
+    notified: AtomicBool,
+    event_fd: OwnedFd,
+    remote_wakes: AtomicU64,
+}
+
+struct Remote {
+    tasks: Vec<RawTask>,
+    closed: bool,
+}
+
+impl Shared {
+    fn new() -> io::Result<Shared> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        // SAFETY: eventfd takes no pointers; the result is checked below.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("eventfd for the core's wake-ups: {e}")));
+        }
+        Ok(Shared {
+            id: CoreId(NEXT.fetch_add(1, Ordering::Relaxed)),
+            remote: Mutex::new(Remote {
+                tasks: Vec::new(),
+                closed: false,
+            }),
+            notified: AtomicBool::new(false),
+            // SAFETY: `fd` is a new eventfd that nothing else owns.
+            event_fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            remote_wakes: AtomicU64::new(0),
+        })
+    }
+
+    /// Queues a task woken from another thread and wakes the core.
+    fn push_remote(&self, task: RawTask) {
+        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
+        if remote.closed {
+            // The core is gone; the task's future was already dropped there.
+            drop(remote);
+            drop(task);
+            return;
+        }
+        remote.tasks.push(task);
+        drop(remote);
+        self.remote_wakes.fetch_add(1, Ordering::Relaxed);
+        self.notify();
+    }
+
+    /// Wakes the core's ring, once per batch of remote wakes.
+    fn notify(&self) {
+        if !self.notified.swap(true, Ordering::AcqRel) {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a live u64 to the core's eventfd.
+            let n = unsafe {
+                libc::write(
+                    self.event_fd.as_raw_fd(),
+                    (&one as *const u64).cast(),
+                    8,
+                )
+            };
+            // EAGAIN means the counter is saturated: the core is woken anyway.
+            debug_assert!(n == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN));
+        }
+    }
+}
+
+/// One core: its ring, its queues, its timers. Lives on its thread only.
+pub(crate) struct Core {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) driver: RefCell<Driver>,
+    queue: RefCell<VecDeque<RawTask>>,
+    owned: RefCell<Slab<RawTask>>,
+    pub(crate) timers: RefCell<Timers>,
+    tasks_polled: Cell<u64>,
+    spare_wakers: RefCell<Vec<Waker>>,
+}
+
+thread_local! {
+    static CONTEXT: Cell<*const Core> = const { Cell::new(ptr::null()) };
+}
+
+/// Runs `f` on the current core. `None` outside a runtime.
+fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    let p = CONTEXT.with(Cell::get);
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: CONTEXT is non-null only while the core is alive and entered on this
+        // thread (module invariant).
+        Some(f(unsafe { &*p }))
+    }
+}
+
+/// Runs `f` on the current core (for `runtime::stats()`); `None` outside a runtime.
+pub(crate) fn with_current_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    with_core(f)
+}
+
+/// The current core's id, or `None` outside a runtime.
+pub(crate) fn current_core_id() -> Option<CoreId> {
+    with_core(|c| c.shared.id)
+}
+
+/// Runs `f` with the current core's driver.
+///
+/// # Panics
+/// Outside a runtime, or re-entered from inside the driver (a broken invariant).
+pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
+    with_core(|c| f(&mut c.driver.borrow_mut()))
+        .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
+}
+
+/// Runs `f` with the current core's timers; `None` outside a runtime.
+pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
+    with_core(|c| f(&mut c.timers.borrow_mut(), c.shared.id))
+}
+
+/// Sends a woken task to its core's run queue (task.rs calls this).
+fn schedule(task: RawTask, owner: &Arc<Shared>) {
+    let p = CONTEXT.with(Cell::get);
+    if !p.is_null() {
+        // SAFETY: a non-null CONTEXT is a live, entered core (module invariant).
+        let core = unsafe { &*p };
+        if Arc::ptr_eq(&core.shared, owner) {
+            // Hot path: a local wake is one queue push.
+            core.queue.borrow_mut().push_back(task);
+            return;
+        }
+    }
+    owner.push_remote(task);
+}
+
+/// A finished task leaves its core's task list (task.rs calls this).
+fn release_owned(key: usize) {
+    let removed = with_core(|c| c.owned.borrow_mut().try_remove(key));
+    // Dropped after the borrow ends: this may free the task.
+    drop(removed);
+}
+
+/// Spawns a future, which need not be `Send`, on the current core.
+///
+/// # Panics
+/// Outside a runtime.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// let v = rt.block_on(async {
+///     let rc = std::rc::Rc::new(5); // not Send
+///     runtime::spawn_local(async move { *rc + 1 }).await.unwrap()
+/// });
+/// assert_eq!(v, 6);
+/// ```
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    with_core(|core| core.spawn(future))
+        .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
+}
+
+/// Spawns a `Send` future on the current core.
+///
+/// # Panics
+/// Outside a runtime.
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_core(|core| core.spawn(future))
+        .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
+}
+
+/// Yields to the other ready tasks once.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// rt.block_on(runtime::yield_now());
+/// ```
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// The waker of the future passed to `block_on`.
+struct MainWaker {
+    woken: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Wake for MainWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        if current_core_id() != Some(self.shared.id) {
+            self.shared.remote_wakes.fetch_add(1, Ordering::Relaxed);
+            self.shared.notify();
+        }
+    }
+}
+
+/// Sets CONTEXT for a scope.
+struct Enter {
+    prev: *const Core,
+}
+
+impl Enter {
+    fn new(core: &Core) -> Enter {
+        let prev = CONTEXT.with(|c| c.replace(core));
+        Enter { prev }
+    }
+}
+
+impl Drop for Enter {
+    fn drop(&mut self) {
+        CONTEXT.with(|c| c.set(self.prev));
+    }
+}
+
+/// What the loop reads off a core.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoreCounters {
+    pub(crate) tasks_polled: u64,
+    pub(crate) remote_wakes: u64,
+}
+
+impl Core {
+    pub(crate) fn new(want: RingFlags) -> io::Result<Core> {
+        let shared = Arc::new(Shared::new()?);
+        let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
+        Ok(Core {
+            shared,
+            driver: RefCell::new(driver),
+            queue: RefCell::new(VecDeque::with_capacity(256)),
+            owned: RefCell::new(Slab::with_capacity(256)),
+            timers: RefCell::new(Timers::default()),
+            tasks_polled: Cell::new(0),
+            spare_wakers: RefCell::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn counters(&self) -> CoreCounters {
+        CoreCounters {
+            tasks_polled: self.tasks_polled.get(),
+            remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
+        }
+    }
+
+    fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+    {
+        let (run, list, join) = RawTask::new(future, self.shared.clone());
+        let key = self.owned.borrow_mut().insert(list);
+        run.set_owned_key(key);
+        self.queue.borrow_mut().push_back(run);
+        JoinHandle::new(join)
+    }
+
+    /// Spawns from outside `block_on`, on the core's own thread.
+    pub(crate) fn spawn_outside<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+    {
+        self.spawn(future)
+    }
+
+    /// Whether this thread is inside a `block_on` already.
+    pub(crate) fn entered() -> bool {
+        !CONTEXT.with(Cell::get).is_null()
+    }
+
+    /// Runs `future` to completion, running the core's tasks and ring meanwhile.
+    pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !Core::entered(),
+            "cannot start a runtime's block_on from inside a runtime: this thread already \
+             runs one (await the future instead, or spawn it)"
+        );
+        let _enter = Enter::new(self);
+        let main = Arc::new(MainWaker {
+            woken: AtomicBool::new(true),
+            shared: self.shared.clone(),
+        });
+        let waker = Waker::from(main.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if main.woken.swap(false, Ordering::AcqRel) {
+                coop::reset();
+                if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                    return v;
+                }
+            }
+            self.tick(&main.woken);
+        }
+    }
+
+    /// One turn of the loop: run, submit (maybe wait), reap.
+    fn tick(&self, main_woken: &AtomicBool) {
+        // 1. Run ready tasks, up to a budget.
+        let mut polled = 0;
+        while polled < TASKS_PER_TICK {
+            let Some(task) = self.queue.borrow_mut().pop_front() else {
+                break;
+            };
+            polled += 1;
+            task.run();
+        }
+        self.tasks_polled.set(self.tasks_polled.get() + polled as u64);
+
+        // Tasks woken from other threads join the local queue.
+        if self.shared.notified.load(Ordering::Acquire) {
+            self.drain_remote();
+        }
+
+        let mut wakers = std::mem::take(&mut *self.spare_wakers.borrow_mut());
+        let deadline = self.timers.borrow_mut().fire(&mut wakers);
+        for w in wakers.drain(..) {
+            w.wake();
+        }
+
+        // 2. Submit; wait in the kernel only when nothing is ready.
+        let ready = !self.queue.borrow().is_empty()
+            || main_woken.load(Ordering::Acquire)
+            || self.shared.notified.load(Ordering::Acquire);
+        let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let mut driver = self.driver.borrow_mut();
+        driver.park(!ready, timeout);
+
+        // 3. Reap the whole CQ in one pass, then wake, outside the driver's borrow.
+        driver.reap();
+        driver.take_woken();
+        let mut op_wakers = driver.take_wakes();
+        drop(driver);
+        for w in op_wakers.drain(..) {
+            w.wake();
+        }
+        self.driver.borrow_mut().return_wakes(op_wakers);
+        *self.spare_wakers.borrow_mut() = wakers;
+    }
+
+    fn drain_remote(&self) {
+        self.shared.notified.store(false, Ordering::SeqCst);
+        let tasks = std::mem::take(
+            &mut self
+                .shared
+                .remote
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .tasks,
+        );
+        self.queue.borrow_mut().extend(tasks);
+    }
+
+    /// Drops every task, closes the remote queue, cancels and reaps every op.
+    pub(crate) fn shutdown(&self) {
+        let _enter = Enter::new(self);
+        loop {
+            let tasks: Vec<RawTask> = self.owned.borrow_mut().drain().collect();
+            if tasks.is_empty() {
+                break;
+            }
+            for t in tasks {
+                t.set_owned_key(task::NOT_OWNED);
+                t.shutdown();
+            }
+        }
+        let queued: Vec<RawTask> = self.queue.borrow_mut().drain(..).collect();
+        drop(queued);
+        let remote = {
+            let mut r = self.shared.remote.lock().unwrap_or_else(|e| e.into_inner());
+            r.closed = true;
+            std::mem::take(&mut r.tasks)
+        };
+        drop(remote);
+        let timers = std::mem::take(&mut *self.timers.borrow_mut());
+        drop(timers);
+        self.driver.borrow_mut().shutdown();
+    }
+}

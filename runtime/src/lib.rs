@@ -1,0 +1,56 @@
+//! A thread-per-core async runtime on Linux io_uring.
+//!
+//! Each core runs one thread that owns one ring (set up with `SINGLE_ISSUER`,
+//! `DEFER_TASKRUN` and `COOP_TASKRUN` where the kernel has them) and one local task queue.
+//! The loop runs ready tasks, submits what they queued, waits in the kernel only when
+//! nothing is ready, reaps every completion in one pass and wakes their tasks.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let rt = runtime::Runtime::new()?;
+//! let n = rt.block_on(async {
+//!     let task = runtime::spawn_local(async {
+//!         runtime::time::sleep(Duration::from_millis(1)).await;
+//!         runtime::nop().await?;
+//!         Ok::<_, std::io::Error>(21)
+//!     });
+//!     task.await.unwrap()
+//! })?;
+//! assert_eq!(n * 2, 42);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The op API ([`driver::Op`], [`driver::Completable`]) is the one seam other crates build
+//! their operations on; see DESIGN.md for the op lifecycle and its safety rule.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(
+    missing_docs,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("this runtime is built on io_uring and runs on Linux only");
+
+pub mod buf;
+mod macros;
+pub mod driver;
+mod executor;
+mod runtime;
+mod stats;
+pub mod time;
+
+pub use driver::ops::{nop, read, write, close};
+pub use driver::RingFlags;
+pub use macros::{main, test};
+pub use executor::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
+pub use runtime::{Builder, Runtime};
+pub use stats::Stats;
+pub use time::{sleep, timeout};
+
+/// The current core's counters; `None` outside a runtime.
+pub fn stats() -> Option<Stats> {
+    executor::with_current_core(runtime::core_stats)
+}
