@@ -6,8 +6,6 @@
 //! `shared/BENCHMARKS.md`. Pin the process for stable figures: `taskset -c 0 bench all`.
 
 mod harness;
-#[cfg(feature = "mock-runtime")]
-mod mock_runtime;
 mod nop;
 mod raw;
 mod report;

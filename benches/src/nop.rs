@@ -14,9 +14,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-#[cfg(feature = "mock-runtime")]
-use crate::mock_runtime as runtime;
-
 use crate::harness::{alternate, Contestant, Plan};
 use crate::raw::RawRing;
 use crate::report::{Measure, Metric, Table, Tally};

@@ -10,9 +10,6 @@ use std::cell::Cell;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-#[cfg(feature = "mock-runtime")]
-use crate::mock_runtime as runtime;
-
 /// One timed run of one contestant.
 #[derive(Clone, Copy, Debug)]
 pub struct Measure {

@@ -11,9 +11,6 @@
 use std::io;
 use std::time::Instant;
 
-#[cfg(feature = "mock-runtime")]
-use crate::mock_runtime as runtime;
-
 use crate::harness::{alternate, Contestant, Plan};
 use crate::report::{Measure, Metric, Series, Table, Tally};
 use crate::Opts;

@@ -105,14 +105,18 @@ impl RawTask {
 
     /// Polls the task once (owning thread only), consuming this run-queue reference.
     pub(crate) fn run(self) {
-        // SAFETY: called by the owning core's loop, the only place tasks are polled.
-        unsafe { (self.header().vtable.poll)(self.ptr) }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: called by the owning core's loop, the only place tasks are polled; `poll`
+        // takes over this reference (it is not dropped here).
+        unsafe { (this.header().vtable.poll)(this.ptr) }
     }
 
     /// Drops the task's future at shutdown (owning thread only).
     pub(crate) fn shutdown(self) {
-        // SAFETY: called by the owning core while it shuts down.
-        unsafe { (self.header().vtable.shutdown)(self.ptr) }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: called by the owning core while it shuts down; `shutdown` takes over this
+        // reference.
+        unsafe { (this.header().vtable.shutdown)(this.ptr) }
     }
 
     pub(crate) fn set_owned_key(&self, key: usize) {

@@ -1,0 +1,327 @@
+//! The executor and loop: spawn, join, abort, panics, wakes from other threads, stats.
+
+mod common;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runtime::{Builder, Runtime};
+
+#[test]
+fn nop_round_trips() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        for _ in 0..1000 {
+            runtime::nop().await.unwrap();
+        }
+    });
+    let s = rt.stats();
+    assert!(s.cqes_reaped >= 1000, "{s:?}");
+}
+
+#[test]
+fn million_nops_through_an_eight_entry_ring() {
+    // 64 tasks with 8 SQ slots: the SQ fills (submit-and-retry path) and the 16-entry CQ
+    // overflows (NODROP path) over and over; every nop must still complete exactly once.
+    let rt = Builder::new().entries(8).cq_entries(16).build().unwrap();
+    assert_eq!(rt.flags().sq_entries, 8);
+    let done = Rc::new(RefCell::new(0u64));
+    rt.block_on(async {
+        let mut handles = Vec::new();
+        for _ in 0..64 {
+            let done = done.clone();
+            handles.push(runtime::spawn_local(async move {
+                for _ in 0..(1_000_000 / 64) {
+                    runtime::nop().await.unwrap();
+                    *done.borrow_mut() += 1;
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+    });
+    assert_eq!(*done.borrow(), 64 * (1_000_000 / 64));
+}
+
+#[test]
+fn many_nops_in_one_batch_overflow_the_cq() {
+    // 4,096 nops pushed by one future before any is reaped: far more than the CQ holds.
+    let rt = Builder::new().entries(8).cq_entries(16).build().unwrap();
+    let n = rt.block_on(async {
+        let ops: Vec<_> = (0..4096).map(|_| runtime::nop()).collect();
+        let results = futures::future::join_all(ops).await;
+        results.into_iter().filter(|r| r.is_ok()).count()
+    });
+    assert_eq!(n, 4096);
+}
+
+#[test]
+fn spawn_local_runs_non_send_futures_and_joins() {
+    let rt = Runtime::new().unwrap();
+    let out = rt.block_on(async {
+        let rc = Rc::new(20);
+        let h = runtime::spawn_local(async move {
+            runtime::yield_now().await;
+            *rc + 1
+        });
+        let h2 = runtime::spawn(async { 21 });
+        h.await.unwrap() + h2.await.unwrap()
+    });
+    assert_eq!(out, 42);
+}
+
+#[test]
+fn detached_tasks_still_run() {
+    let rt = Runtime::new().unwrap();
+    let flag = Rc::new(RefCell::new(false));
+    let f = flag.clone();
+    rt.block_on(async move {
+        drop(runtime::spawn_local(async move {
+            runtime::nop().await.unwrap();
+            *f.borrow_mut() = true;
+        }));
+        runtime::time::sleep(Duration::from_millis(5)).await;
+    });
+    assert!(*flag.borrow());
+}
+
+#[test]
+fn panic_in_a_task_is_a_join_error_and_the_runtime_goes_on() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let h = runtime::spawn_local(async {
+            runtime::nop().await.unwrap();
+            panic!("boom in task");
+        });
+        let err = h.await.unwrap_err();
+        assert!(err.is_panic());
+        assert!(err.to_string().contains("boom in task"), "{err}");
+        let payload = err.try_into_panic().unwrap();
+        assert_eq!(*payload.downcast::<&str>().unwrap(), "boom in task");
+        // The runtime still works.
+        runtime::nop().await.unwrap();
+        assert_eq!(runtime::spawn_local(async { 3 }).await.unwrap(), 3);
+    });
+}
+
+#[test]
+fn abort_cancels_a_pending_task_and_drops_its_future() {
+    struct SetOnDrop(Rc<RefCell<bool>>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            *self.0.borrow_mut() = true;
+        }
+    }
+    let rt = Runtime::new().unwrap();
+    let dropped = Rc::new(RefCell::new(false));
+    let d = dropped.clone();
+    rt.block_on(async move {
+        let h = runtime::spawn_local(async move {
+            let _guard = SetOnDrop(d);
+            runtime::time::sleep(Duration::from_secs(3600)).await;
+        });
+        runtime::yield_now().await;
+        assert!(!h.is_finished());
+        h.abort();
+        let err = h.await.unwrap_err();
+        assert!(err.is_cancelled(), "{err:?}");
+    });
+    assert!(*dropped.borrow());
+}
+
+#[test]
+fn abort_after_completion_keeps_the_output() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let h = runtime::spawn_local(async { 9 });
+        runtime::yield_now().await;
+        assert!(h.is_finished());
+        h.abort();
+        assert_eq!(h.await.unwrap(), 9);
+    });
+}
+
+#[test]
+fn join_handle_awaited_from_another_task() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let a = runtime::spawn_local(async {
+            runtime::time::sleep(Duration::from_millis(2)).await;
+            "a"
+        });
+        let b = runtime::spawn_local(async move { a.await.unwrap() });
+        assert_eq!(b.await.unwrap(), "a");
+    });
+}
+
+#[test]
+fn wake_from_another_thread_reaches_a_sleeping_runtime() {
+    let rt = Runtime::new().unwrap();
+    let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+    let started = Instant::now();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        tx.send(7).unwrap();
+    });
+    // With no timer pending, the loop sleeps in io_uring_enter with no timeout: only the
+    // eventfd write from the other thread can wake it.
+    let v = rt.block_on(async { rx.await.unwrap() });
+    assert_eq!(v, 7);
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    t.join().unwrap();
+    assert!(rt.stats().remote_wakes >= 1, "{:?}", rt.stats());
+}
+
+#[test]
+fn wake_of_a_task_from_another_thread() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+        let h = runtime::spawn_local(async move { rx.await.unwrap() + 1 });
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx.send(1).unwrap();
+        });
+        assert_eq!(h.await.unwrap(), 2);
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn many_remote_wakes_are_not_lost() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut handles = Vec::new();
+        let mut senders = Vec::new();
+        for i in 0..200u32 {
+            let (tx, rx) = futures::channel::oneshot::channel::<u32>();
+            senders.push(tx);
+            handles.push(runtime::spawn_local(async move { rx.await.unwrap() + i }));
+        }
+        let t = std::thread::spawn(move || {
+            for (i, tx) in senders.into_iter().enumerate() {
+                if i % 17 == 0 {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                tx.send(1).unwrap();
+            }
+        });
+        for (i, h) in handles.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap(), i as u32 + 1);
+        }
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn second_runtime_on_a_thread_is_refused() {
+    let rt = Runtime::new().unwrap();
+    let err = Runtime::new().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    assert!(err.to_string().contains("already running on this thread"), "{err}");
+    drop(rt);
+    // Once the first is gone, a new one may start.
+    Runtime::new().unwrap();
+}
+
+#[test]
+fn nested_block_on_panics_with_a_message() {
+    let rt = Rc::new(Runtime::new().unwrap());
+    let inner = rt.clone();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async move { inner.block_on(async {}) })
+    }));
+    let msg = r.unwrap_err();
+    let msg = msg.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| msg.downcast_ref::<String>().cloned()).unwrap();
+    assert!(msg.contains("already runs one"), "{msg}");
+}
+
+#[test]
+fn ring_flags_are_detected() {
+    let rt = Runtime::new().unwrap();
+    let f = rt.flags();
+    let (major, minor) = common::kernel_version();
+    if (major, minor) >= (6, 1) {
+        assert!(f.single_issuer && f.defer_taskrun && f.coop_taskrun && f.submit_all, "{f}");
+    } else {
+        eprintln!("skipping the full-flag check: kernel {major}.{minor} is older than 6.1");
+    }
+    assert!(f.cq_entries > f.sq_entries, "{f}");
+    drop(rt);
+
+    // Flags not asked for are not granted, and the runtime still works without them.
+    let rt = Builder::new().single_issuer(false).coop_taskrun(false).build().unwrap();
+    let f = rt.flags();
+    assert!(!f.single_issuer && !f.defer_taskrun && !f.coop_taskrun && !f.taskrun_flag, "{f}");
+    rt.block_on(async {
+        for _ in 0..100 {
+            runtime::nop().await.unwrap();
+        }
+        runtime::time::sleep(Duration::from_millis(1)).await;
+    });
+}
+
+#[test]
+fn bad_entries_are_an_error() {
+    let err = Builder::new().entries(0).build().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let err = Builder::new().entries(1 << 20).build().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn stats_count_enters_and_batches() {
+    let rt = Runtime::new().unwrap();
+    let before = rt.stats();
+    rt.block_on(async {
+        let mut hs = Vec::new();
+        for _ in 0..32 {
+            hs.push(runtime::spawn_local(async {
+                for _ in 0..1000 {
+                    runtime::nop().await.unwrap();
+                }
+            }));
+        }
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    let d = rt.stats() - before;
+    assert!(d.cqes_reaped >= 32_000, "{d:?}");
+    assert!(d.tasks_polled >= 32_000, "{d:?}");
+    // 32 tasks with one nop each in flight are batched: far fewer enters than nops.
+    assert!(d.enters * 8 < d.cqes_reaped, "{d:?}");
+    assert_eq!(runtime::stats(), None);
+}
+
+#[test]
+fn runtime_spawn_before_block_on() {
+    let rt = Runtime::new().unwrap();
+    let h = rt.spawn_local(async { 5 });
+    assert_eq!(rt.block_on(h).unwrap(), 5);
+}
+
+#[test]
+fn busy_task_does_not_starve_others() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let busy = runtime::spawn_local(async move {
+            let mut n = 0u64;
+            // Ops that are always ready: the poll budget makes this task yield.
+            while !s.load(Ordering::Relaxed) {
+                runtime::nop().await.unwrap();
+                n += 1;
+            }
+            n
+        });
+        runtime::time::sleep(Duration::from_millis(20)).await;
+        stop.store(true, Ordering::Relaxed);
+        assert!(busy.await.unwrap() > 0);
+    });
+}
