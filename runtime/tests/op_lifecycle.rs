@@ -1,0 +1,187 @@
+//! The op lifecycle: drops before completion, completions never collected, bad fds,
+//! shutdown with ops in flight, and the state machine polled by hand.
+
+mod common;
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::Rc;
+use std::time::Duration;
+
+use io_uring::{opcode, types};
+use runtime::driver::{Completable, Cqe, Op};
+use runtime::Runtime;
+use tokio_test::{assert_pending, assert_ready};
+
+/// A read whose data also holds an `Rc`, so the test can see when the driver frees it.
+struct TrackedRead {
+    _buf: Vec<u8>,
+    _token: Rc<()>,
+}
+
+impl Completable for TrackedRead {
+    type Output = io::Result<u32>;
+    fn complete(self, cqe: Cqe) -> io::Result<u32> {
+        cqe.result
+    }
+}
+
+fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
+    let mut buf = vec![0u8; 64];
+    let sqe = opcode::Read::new(types::Fd(fd.as_raw_fd()), buf.as_mut_ptr(), 64)
+        .offset(u64::MAX)
+        .build();
+    // SAFETY: the SQE points into `buf`'s heap block, owned by the op's data.
+    unsafe {
+        Op::new(
+            TrackedRead {
+                _buf: buf,
+                _token: token,
+            },
+            sqe,
+        )
+    }
+}
+
+fn write_all(fd: &OwnedFd, data: &[u8]) {
+    // SAFETY: writes from a live slice.
+    let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+    assert_eq!(n, data.len() as isize);
+}
+
+async fn settle() {
+    runtime::time::sleep(Duration::from_millis(10)).await;
+}
+
+#[test]
+fn read_dropped_in_flight_keeps_its_buffer_until_the_cqe() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    let token = Rc::new(());
+    rt.block_on(async {
+        let mut op = tokio_test::task::spawn(tracked_read(&r, token.clone()));
+        assert_pending!(op.poll());
+        assert_eq!(Rc::strong_count(&token), 2);
+        drop(op);
+        // The kernel may still write into the buffer: the driver holds it.
+        assert_eq!(Rc::strong_count(&token), 2, "data freed while the kernel owns it");
+        settle().await;
+        // The AsyncCancel's CQE (or a completion) freed it.
+        assert_eq!(Rc::strong_count(&token), 1);
+        // The pipe is still usable and the runtime goes on.
+        write_all(&w, b"hello");
+        let (res, buf) = runtime::read(r.as_raw_fd(), vec![0u8; 16], u64::MAX).await;
+        assert_eq!(res.unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+    });
+}
+
+#[test]
+fn read_dropped_then_pipe_written_and_runtime_runs_on() {
+    // The valgrind script runs this one: the kernel writes into a buffer whose future was
+    // dropped, after the drop.
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    rt.block_on(async {
+        for round in 0..50u8 {
+            let mut op = tokio_test::task::spawn(runtime::read(r.as_raw_fd(), vec![0u8; 4096], u64::MAX));
+            assert_pending!(op.poll());
+            drop(op);
+            write_all(&w, &[round; 100]);
+            runtime::nop().await.unwrap();
+            // Whatever the dropped read did not take is still in the pipe, or it took it.
+            let mut buf = [0u8; 4096];
+            // SAFETY: non-blocking drain into a live buffer.
+            unsafe {
+                libc::fcntl(r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+                libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len());
+                libc::fcntl(r.as_raw_fd(), libc::F_SETFL, 0);
+            }
+        }
+        settle().await;
+    });
+}
+
+#[test]
+fn completed_then_dropped_before_repoll_frees_data() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    let token = Rc::new(());
+    rt.block_on(async {
+        let mut op = tokio_test::task::spawn(tracked_read(&r, token.clone()));
+        assert_pending!(op.poll());
+        write_all(&w, b"x");
+        settle().await;
+        assert!(op.is_woken(), "the CQE must wake the op's waker");
+        drop(op);
+        assert_eq!(Rc::strong_count(&token), 1);
+    });
+}
+
+#[test]
+fn op_completes_and_wakes_hand_polled_task() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut op = tokio_test::task::spawn(runtime::nop());
+        assert_pending!(op.poll());
+        settle().await;
+        assert!(op.is_woken());
+        assert_ready!(op.poll()).unwrap();
+    });
+}
+
+#[test]
+fn bad_fd_is_ebadf() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let (res, _buf) = runtime::read(-1, vec![0u8; 8], 0).await;
+        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        let (res, _buf) = runtime::write(987_654, b"abc".as_slice(), 0).await;
+        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        // A closed fd.
+        let (r, w) = common::pipe();
+        let raw = r.as_raw_fd();
+        drop(r);
+        drop(w);
+        let (res, _) = runtime::read(raw, vec![0u8; 8], u64::MAX).await;
+        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
+    });
+}
+
+#[test]
+fn write_then_read_a_pipe_with_owned_buffers() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    rt.block_on(async {
+        let (res, buf) = runtime::write(w.as_raw_fd(), b"owned bytes".to_vec(), u64::MAX).await;
+        assert_eq!(res.unwrap(), 11);
+        assert_eq!(buf, b"owned bytes");
+        let (res, buf) = runtime::read(r.as_raw_fd(), Vec::with_capacity(32), u64::MAX).await;
+        assert_eq!(res.unwrap(), 11);
+        assert_eq!(buf, b"owned bytes");
+        runtime::close(w).await.unwrap();
+        let (res, _) = runtime::read(r.as_raw_fd(), Vec::with_capacity(32), u64::MAX).await;
+        assert_eq!(res.unwrap(), 0, "EOF once the write end is closed");
+    });
+}
+
+#[test]
+fn op_escaping_the_runtime_is_not_freed_early() {
+    // An op future kept past its runtime: shutdown waits for its CQE, so later dropping it
+    // frees nothing the kernel still uses.
+    let (r, _w) = common::pipe();
+    let token = Rc::new(());
+    let mut op = None;
+    {
+        let rt = Runtime::new().unwrap();
+        rt.block_on(async {
+            let mut t = tokio_test::task::spawn(tracked_read(&r, token.clone()));
+            assert_pending!(t.poll());
+            op = Some(t);
+        });
+    }
+    // Dropped off its runtime, the op cannot tell whether the kernel is done with its data,
+    // so the data is leaked rather than freed.
+    drop(op);
+    assert_eq!(Rc::strong_count(&token), 2);
+}
