@@ -3,12 +3,13 @@
 //! `shared/BENCHMARKS.md` asks for side-by-side ratios on a noisy shared machine, so each
 //! contestant runs once as a warm-up (page faults, caches, ring and slab growth), and then the
 //! measured runs go A B C, A B C, ... so a slow stretch of the machine hits every contestant
-//! alike. Each contestant is a closure that performs a given number of operations and reports
+//! alike. The process's peak RSS is reset before each measured run and read after it.
+//! Each contestant is a closure that performs a given number of operations and reports
 //! how long that took.
 
 use std::io;
 
-use crate::report::{peak_rss_kib, Measure, Series};
+use crate::report::{peak_rss_kib, reset_peak_rss, Measure, Series};
 
 /// A named closure that performs `count` operations and measures them.
 pub struct Contestant<'a> {
@@ -75,9 +76,10 @@ pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(
     }
     for _ in 0..plan.runs {
         for (c, s) in contestants.iter_mut().zip(series.iter_mut()) {
+            reset_peak_rss();
             let m = (c.run)(count)?;
             s.runs.push(m);
-            s.peak_rss_kib = peak_rss_kib();
+            s.peak_rss_kib = s.peak_rss_kib.max(peak_rss_kib());
         }
     }
     Ok((series, count))

@@ -2,9 +2,14 @@
 //!
 //! Every figure a table prints comes from runs measured side by side in one process (see
 //! `shared/BENCHMARKS.md`), so the ratio column is the number to read; absolute rates vary by
-//! up to 25% between runs on the shared machines. Peak RSS is the process's `ru_maxrss`
-//! (getrusage(2)), which only grows: a row shows the peak reached by the end of its own runs,
-//! so it includes whatever the rows measured before it had already touched.
+//! up to 25% between runs on the shared machines.
+//!
+//! Peak RSS is the process's high-water mark, `VmHWM` in `/proc/self/status` (proc(5)), reset
+//! before every measured run by writing `5` to `/proc/self/clear_refs`, so a row shows the
+//! largest peak seen during its own runs (the whole process's memory at that moment, runtime,
+//! raw ring and harness alike). Where the reset or the file is unavailable it falls back to
+//! getrusage(2)'s `ru_maxrss`, which only grows and, unlike `VmHWM`, survives execve(2): under
+//! `cargo run` it reports cargo's own peak.
 
 use std::cell::Cell;
 use std::fmt::Write as _;
@@ -111,7 +116,7 @@ pub struct Series {
     pub name: String,
     /// The measured runs (warm-up excluded).
     pub runs: Vec<Measure>,
-    /// Process `ru_maxrss` in KiB read after this contestant's last run.
+    /// The largest process peak RSS in KiB seen during this contestant's runs.
     pub peak_rss_kib: u64,
 }
 
@@ -239,8 +244,25 @@ impl Tally {
     }
 }
 
-/// Peak resident set size of this process in KiB (`ru_maxrss` is in KiB on Linux).
+/// Peak resident set size of this process in KiB since the last [`reset_peak_rss`]:
+/// `VmHWM` from `/proc/self/status`, else getrusage's `ru_maxrss` (KiB on Linux).
 pub fn peak_rss_kib() -> u64 {
+    vm_hwm_kib().unwrap_or_else(max_rss_kib)
+}
+
+/// Resets the high-water mark [`peak_rss_kib`] reads (`/proc/self/clear_refs`, Linux 4.0);
+/// returns whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn vm_hwm_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn max_rss_kib() -> u64 {
     // SAFETY: all-zero bytes are a valid `rusage` (plain integers and timevals).
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `usage` is a valid, writable `rusage` for the call to fill.
@@ -298,6 +320,8 @@ mod tests {
 
     #[test]
     fn rss_is_positive() {
+        assert!(peak_rss_kib() > 0);
+        reset_peak_rss();
         assert!(peak_rss_kib() > 0);
     }
 }

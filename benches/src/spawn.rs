@@ -41,7 +41,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let how = "each joined before the next spawn";
     let mut t = table("serial", how, n, plan.runs, series);
     t.notes.push(tally.note("runtime"));
-    print!("{}", t.render());
+    println!("{}", t.render());
 
     let tally = Tally::default();
     let mut contestants = vec![
