@@ -53,9 +53,6 @@ pub(crate) struct Driver {
     ring: IoUring,
     ops: Slab<Lifecycle>,
     flags: RingFlags,
-    /// Wakers of completed ops, collected while reaping and woken by the loop afterwards,
-    /// outside any borrow of the driver.
-    wakes: Vec<Waker>,
     wake_fd: RawFd,
     /// The eventfd read's target. Boxed so its address is stable; freed only after the read's
     /// final CQE (see `shutdown`).
@@ -76,7 +73,6 @@ impl Driver {
             ring,
             ops: Slab::with_capacity(flags.sq_entries as usize),
             flags,
-            wakes: Vec::with_capacity(64),
             wake_fd,
             wake_buf: Box::new(0),
             wake_armed: false,
@@ -205,7 +201,9 @@ impl Driver {
                         };
                         match slot.complete(res, flags) {
                             Transition::Keep => {}
-                            Transition::Wake(w) => self.wakes.push(w),
+                            // Wakers only queue their task (ours) or set a flag; none re-enters
+                            // the driver, so they are woken in the same pass.
+                            Transition::Wake(w) => w.wake(),
                             Transition::Remove { close_fd } => {
                                 if let Some(fd) = close_fd {
                                     close_raw(fd);
@@ -229,19 +227,6 @@ impl Driver {
         n
     }
 
-    /// Takes the wakers collected by `reap`; give the vector back with [`Driver::return_wakes`].
-    pub(crate) fn take_wakes(&mut self) -> Vec<Waker> {
-        std::mem::take(&mut self.wakes)
-    }
-
-    /// Returns the (drained) vector from `take_wakes`, keeping its capacity.
-    pub(crate) fn return_wakes(&mut self, v: Vec<Waker>) {
-        debug_assert!(v.is_empty());
-        if self.wakes.is_empty() {
-            self.wakes = v;
-        }
-    }
-
     /// Whether the wake eventfd fired since the last call.
     pub(crate) fn take_woken(&mut self) -> bool {
         std::mem::take(&mut self.woken)
@@ -256,20 +241,21 @@ impl Driver {
         self.push(&sqe);
     }
 
-    /// Takes a slot for a single-shot op and pushes its SQE.
-    pub(crate) fn submit(&mut self, sqe: squeue::Entry) -> usize {
-        let key = self.ops.insert(Lifecycle::Submitted);
-        self.push(&sqe.user_data(key as u64));
+    /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes its SQE.
+    pub(crate) fn submit_waiting(&mut self, sqe: &mut squeue::Entry, waker: &Waker) -> usize {
+        let key = self.ops.insert(Lifecycle::Waiting(waker.clone()));
+        sqe.set_user_data(key as u64);
+        self.push(sqe);
         key
     }
 
     /// Takes a slot for a multishot op and pushes its SQE.
     pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry) -> usize {
-        let key = self.ops.insert(Lifecycle::Multi {
+        let key = self.ops.insert(Lifecycle::Multi(Box::new(op::MultiSlot {
             waker: None,
             queue: Default::default(),
             done: false,
-        });
+        })));
         self.push(&sqe.user_data(key as u64));
         key
     }
@@ -278,20 +264,17 @@ impl Driver {
     pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
         let slot = &mut self.ops[key];
         match slot {
-            Lifecycle::Submitted => {
-                *slot = Lifecycle::Waiting(cx.waker().clone());
-                Poll::Pending
-            }
             Lifecycle::Waiting(w) => {
                 if !w.will_wake(cx.waker()) {
                     *w = cx.waker().clone();
                 }
                 Poll::Pending
             }
-            Lifecycle::Completed(_) => match self.ops.remove(key) {
-                Lifecycle::Completed(cqe) => Poll::Ready(cqe),
-                _ => unreachable!(),
-            },
+            Lifecycle::Completed { res, flags } => {
+                let cqe = Cqe::from_raw(*res, *flags);
+                self.ops.remove(key);
+                Poll::Ready(cqe)
+            }
             other => panic!("single-shot op polled in state {other:?}"),
         }
     }
@@ -299,9 +282,10 @@ impl Driver {
     /// Polls a multishot op's slot: its next CQE, or `Pending` with the waker stored. The
     /// slot is freed when its final CQE is taken.
     pub(crate) fn poll_multi(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
-        let Lifecycle::Multi { waker, queue, .. } = &mut self.ops[key] else {
+        let Lifecycle::Multi(m) = &mut self.ops[key] else {
             panic!("multishot op polled in state {:?}", self.ops[key])
         };
+        let op::MultiSlot { waker, queue, .. } = &mut **m;
         match queue.pop_front() {
             Some(cqe) => {
                 if !cqe.more() {
@@ -322,18 +306,18 @@ impl Driver {
     /// The future of a single-shot op was dropped: park its data until the final CQE.
     pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
         match &self.ops[key] {
-            Lifecycle::Submitted | Lifecycle::Waiting(_) => {
+            Lifecycle::Waiting(_) => {
                 self.ops[key] = Lifecycle::Ignored {
                     _data: data,
                     returns_fd,
                 };
                 self.cancel(key);
             }
-            Lifecycle::Completed(_) => {
+            Lifecycle::Completed { .. } => {
                 // Completed, never collected: the kernel is done with the data.
-                if let Lifecycle::Completed(Cqe { result: Ok(fd), .. }) = self.ops.remove(key) {
-                    if returns_fd {
-                        close_raw(fd as i32);
+                if let Lifecycle::Completed { res, .. } = self.ops.remove(key) {
+                    if returns_fd && res >= 0 {
+                        close_raw(res);
                     }
                 }
             }
@@ -343,11 +327,12 @@ impl Driver {
 
     /// A multishot op was dropped: close fds it queued, park its data until its final CQE.
     pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
-        let Lifecycle::Multi { queue, done, .. } = &mut self.ops[key] else {
+        let Lifecycle::Multi(m) = &mut self.ops[key] else {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
+        let done = &mut m.done;
         if returns_fd {
-            for cqe in queue.drain(..) {
+            for cqe in m.queue.drain(..) {
                 if let Ok(fd) = cqe.result {
                     close_raw(fd as i32);
                 }
@@ -377,8 +362,8 @@ impl Driver {
         self.ops
             .iter()
             .filter(|(_, s)| match s {
-                Lifecycle::Completed(_) => false,
-                Lifecycle::Multi { done, .. } => !done,
+                Lifecycle::Completed { .. } => false,
+                Lifecycle::Multi(m) => !m.done,
                 _ => true,
             })
             .count()
@@ -391,7 +376,11 @@ impl Driver {
         let keys: Vec<usize> = self
             .ops
             .iter()
-            .filter(|(_, s)| !matches!(s, Lifecycle::Completed(_) | Lifecycle::Multi { done: true, .. }))
+            .filter(|(_, s)| match s {
+                Lifecycle::Completed { .. } => false,
+                Lifecycle::Multi(m) => !m.done,
+                _ => true,
+            })
             .map(|(k, _)| k)
             .collect();
         for key in keys {
@@ -408,8 +397,6 @@ impl Driver {
         while last != (0, false) {
             self.park(true, Some(Duration::from_millis(50)));
             self.reap();
-            // Wakers of dropped tasks: nothing is left to run.
-            self.wakes.clear();
             let now = (self.in_flight(), self.wake_armed);
             if now != last {
                 last = now;

@@ -2,8 +2,8 @@
 //!
 //! Every SQE in flight has a slot in the driver's slab, and its `user_data` is the slot's
 //! key. A slot is, in turn (see [`Lifecycle`]):
-//! - `Submitted`: in the kernel, no waker yet;
-//! - `Waiting`: in the kernel, holding the waker of the task that awaits it;
+//! - `Waiting`: in the kernel, holding the waker of the task that awaits it (an op is
+//!   submitted from its first poll, so it always has one);
 //! - `Completed`: the CQE arrived and waits for the future's next poll;
 //! - `Ignored`: the future was dropped while the kernel still owned its data; the slot holds
 //!   that data until the final CQE, then frees it (and closes an fd the op produced);
@@ -78,19 +78,13 @@ pub trait Completable: 'static {
 
 /// The state of one slab slot: see the module documentation.
 pub(crate) enum Lifecycle {
-    Submitted,
     Waiting(Waker),
-    Completed(Cqe),
+    Completed { res: i32, flags: u32 },
     Ignored {
         _data: Box<dyn Any>,
         returns_fd: bool,
     },
-    Multi {
-        waker: Option<Waker>,
-        queue: VecDeque<Cqe>,
-        /// The kernel posted the CQE without `F_MORE`: nothing more will come.
-        done: bool,
-    },
+    Multi(Box<MultiSlot>),
     IgnoredMulti {
         _data: Box<dyn Any>,
         returns_fd: bool,
@@ -100,18 +94,25 @@ pub(crate) enum Lifecycle {
 impl fmt::Debug for Lifecycle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Lifecycle::Submitted => f.write_str("Submitted"),
             Lifecycle::Waiting(_) => f.write_str("Waiting"),
-            Lifecycle::Completed(c) => write!(f, "Completed({c:?})"),
+            Lifecycle::Completed { res, flags } => write!(f, "Completed({res}, {flags:#x})"),
             Lifecycle::Ignored { returns_fd, .. } => write!(f, "Ignored(fd: {returns_fd})"),
-            Lifecycle::Multi { queue, done, .. } => {
-                write!(f, "Multi(queued: {}, done: {done})", queue.len())
+            Lifecycle::Multi(m) => {
+                write!(f, "Multi(queued: {}, done: {})", m.queue.len(), m.done)
             }
             Lifecycle::IgnoredMulti { returns_fd, .. } => {
                 write!(f, "IgnoredMulti(fd: {returns_fd})")
             }
         }
     }
+}
+
+/// A multishot op's slot: boxed, so the common single-shot slot stays small.
+pub(crate) struct MultiSlot {
+    pub(crate) waker: Option<Waker>,
+    pub(crate) queue: VecDeque<Cqe>,
+    /// The kernel posted the CQE without `F_MORE`: nothing more will come.
+    pub(crate) done: bool,
 }
 
 /// What the driver does with a slot after a CQE: `#[must_use]` so no caller forgets one.
@@ -129,25 +130,18 @@ impl Lifecycle {
     /// Applies a CQE to the slot.
     pub(crate) fn complete(&mut self, res: i32, flags: u32) -> Transition {
         match self {
-            Lifecycle::Submitted => {
-                *self = Lifecycle::Completed(Cqe::from_raw(res, flags));
-                Transition::Keep
-            }
-            Lifecycle::Waiting(_) => {
-                let prev = std::mem::replace(self, Lifecycle::Completed(Cqe::from_raw(res, flags)));
-                match prev {
-                    Lifecycle::Waiting(w) => Transition::Wake(w),
-                    _ => unreachable!(),
-                }
-            }
+            Lifecycle::Waiting(_) => match std::mem::replace(self, Lifecycle::Completed { res, flags }) {
+                Lifecycle::Waiting(w) => Transition::Wake(w),
+                _ => unreachable!(),
+            },
             Lifecycle::Ignored { returns_fd, .. } => Transition::Remove {
                 close_fd: (*returns_fd && res >= 0).then_some(res),
             },
-            Lifecycle::Multi { waker, queue, done } => {
+            Lifecycle::Multi(m) => {
                 let cqe = Cqe::from_raw(res, flags);
-                *done = !cqe.more();
-                queue.push_back(cqe);
-                match waker.take() {
+                m.done = !cqe.more();
+                m.queue.push_back(cqe);
+                match m.waker.take() {
                     Some(w) => Transition::Wake(w),
                     None => Transition::Keep,
                 }
@@ -163,8 +157,8 @@ impl Lifecycle {
                     Transition::Remove { close_fd }
                 }
             }
-            Lifecycle::Completed(c) => {
-                panic!("second CQE (res {res}, flags {flags:#x}) for a single-shot op already completed with {c:?}")
+            Lifecycle::Completed { res: first, .. } => {
+                panic!("second CQE (res {res}, flags {flags:#x}) for a single-shot op already completed with {first}")
             }
         }
     }
@@ -214,9 +208,17 @@ enum State<T> {
 /// assert_eq!(res.unwrap(), 0);
 /// ```
 pub struct Op<T: Completable> {
-    state: State<T>,
+    /// The SQE, until it is pushed. Kept apart from `data` so pushing moves nothing.
+    sqe: squeue::Entry,
+    /// The op's data; `None` once the output was returned.
+    data: Option<T>,
+    /// The slot key once submitted, else `NOT_SUBMITTED`.
+    key: usize,
+    core: Option<executor::CoreId>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
+
+const NOT_SUBMITTED: usize = usize::MAX;
 
 // The op's data is never pinned in place (the kernel only sees heap memory it owns), so the
 // future may move between polls.
@@ -231,17 +233,17 @@ impl<T: Completable> Op<T> {
     /// until `data` is dropped. The SQE's `user_data` is overwritten.
     pub unsafe fn new(data: T, sqe: squeue::Entry) -> Self {
         Op {
-            state: State::Unsubmitted { data, sqe },
+            sqe,
+            data: Some(data),
+            key: NOT_SUBMITTED,
+            core: None,
             _not_sync: PhantomData,
         }
     }
 
     /// The op's data, while the op is not finished.
     pub fn data(&self) -> Option<&T> {
-        match &self.state {
-            State::Unsubmitted { data, .. } | State::Submitted { data, .. } => Some(data),
-            State::Done => None,
-        }
+        self.data.as_ref()
     }
 }
 
@@ -249,65 +251,49 @@ impl<T: Completable> Future for Op<T> {
     type Output = T::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
-        // Hot path: one thread-local look-up, one slab access.
+        // Hot path: one look-up of the core, one borrow of its driver per poll.
         let this = self.get_mut();
-        let ready = coop::poll_proceed(cx);
-        let core = executor::current_core_id()
-            .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
-        match &mut this.state {
-            State::Unsubmitted { sqe, .. } => {
-                let key = executor::with_driver(|d| d.submit(sqe.clone()));
-                let State::Unsubmitted { data, .. } = std::mem::replace(&mut this.state, State::Done) else {
-                    unreachable!()
-                };
-                this.state = State::Submitted { data, key, core };
-            }
-            State::Submitted { core: owner, .. } => {
-                assert!(
-                    *owner == core,
-                    "an io_uring op was polled on a different core than the one it was submitted on"
-                );
-            }
-            State::Done => panic!("op polled after it completed"),
-        }
-        let State::Submitted { key, .. } = &this.state else {
-            unreachable!()
-        };
-        let key = *key;
-        let ready = match ready {
-            Poll::Ready(r) => r,
-            Poll::Pending => {
-                // Out of budget: the op is submitted, collect it on a later poll.
+        let key = this.key;
+        let cqe = executor::with_core_driver(|id, driver| {
+            if key == NOT_SUBMITTED {
+                assert!(this.data.is_some(), "op polled after it completed");
+                // The first poll submits with the waker in place: the CQE cannot be there yet.
+                this.key = driver.submit_waiting(&mut this.sqe, cx.waker());
+                this.core = Some(id);
                 return Poll::Pending;
             }
-        };
-        match executor::with_driver(|d| d.poll_op(key, cx)) {
-            Poll::Ready(cqe) => {
-                ready.made_progress();
-                let State::Submitted { data, .. } = std::mem::replace(&mut this.state, State::Done) else {
-                    unreachable!()
-                };
-                Poll::Ready(data.complete(cqe))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+            assert!(
+                this.core == Some(id),
+                "an io_uring op was polled on a different core than the one it was submitted on"
+            );
+            let proceed = std::task::ready!(coop::poll_proceed(cx));
+            let cqe = std::task::ready!(driver.poll_op(key, cx));
+            proceed.made_progress();
+            Poll::Ready(cqe)
+        });
+        let cqe = std::task::ready!(cqe);
+        this.key = NOT_SUBMITTED;
+        let data = this.data.take().expect("op polled after it completed");
+        Poll::Ready(data.complete(cqe))
     }
 }
 
 impl<T: Completable> Drop for Op<T> {
     fn drop(&mut self) {
-        if let State::Submitted { .. } = self.state {
-            let State::Submitted { data, key, core } = std::mem::replace(&mut self.state, State::Done) else {
-                unreachable!()
-            };
-            if executor::current_core_id() == Some(core) {
-                executor::with_driver(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
-            } else {
-                // Dropped off its core (or after its runtime shut down without reaping it,
-                // which shutdown never does): the kernel may still own the data, so it is
-                // leaked rather than freed.
-                std::mem::forget(data);
-            }
+        if self.key == NOT_SUBMITTED {
+            return;
+        }
+        let Some(data) = self.data.take() else {
+            return;
+        };
+        let key = self.key;
+        if self.core.is_some() && executor::current_core_id() == self.core {
+            executor::with_driver(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
+        } else {
+            // Dropped off its core (or after its runtime shut down without reaping it,
+            // which shutdown never does): the kernel may still own the data, so it is
+            // leaked rather than freed.
+            std::mem::forget(data);
         }
     }
 }

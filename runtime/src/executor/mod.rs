@@ -160,6 +160,16 @@ pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
         .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
 }
 
+/// Runs `f` with the current core's id and driver: the op futures' one look-up per poll.
+///
+/// # Panics
+/// Outside a runtime.
+#[inline]
+pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R {
+    with_core(|c| f(c.shared.id, &mut c.driver.borrow_mut()))
+        .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"))
+}
+
 /// Runs `f` with the current core's timers; `None` outside a runtime.
 pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
     with_core(|c| f(&mut c.timers.borrow_mut(), c.shared.id))
@@ -391,15 +401,10 @@ impl Core {
         let mut driver = self.driver.borrow_mut();
         driver.park(!ready, timeout);
 
-        // 3. Reap the whole CQ in one pass, then wake, outside the driver's borrow.
+        // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
         driver.reap();
         driver.take_woken();
-        let mut op_wakers = driver.take_wakes();
         drop(driver);
-        for w in op_wakers.drain(..) {
-            w.wake();
-        }
-        self.driver.borrow_mut().return_wakes(op_wakers);
         *self.spare_wakers.borrow_mut() = wakers;
     }
 

@@ -1,8 +1,14 @@
 //! Tasks: one allocation holding a header, the future, then its output.
 //!
 //! # Invariant
-//! - `refs` counts every [`RawTask`] (run-queue entries, the owner's task list, the join
-//!   handle) and every waker. The cell is freed when it reaches zero, on whichever thread.
+//! - One atomic word holds the state flags (low four bits) and the reference count (the
+//!   rest, in units of `REF_ONE`), so the hot transitions are one atomic operation each.
+//!   References are every [`RawTask`] (run-queue entries, the owner's task list, the join
+//!   handle) and every waker. The cell is freed when the count reaches zero, on whichever
+//!   thread.
+//! - While a task is not complete, its core's task list holds a reference: that is what
+//!   keeps it alive while it is polled (the poll gives up the run-queue entry's reference
+//!   as it starts, in the same operation that clears `SCHEDULED`).
 //! - The stage (future or output) is touched by the owning core's thread, except the output
 //!   after `COMPLETE`, which belongs to the join handle (see `join.rs`). The future is
 //!   dropped on the owning thread (when the task finishes, is aborted, or the runtime shuts
@@ -29,6 +35,8 @@ const SCHEDULED: usize = 1;
 const COMPLETE: usize = 2;
 const CANCELLED: usize = 4;
 const JOIN_INTEREST: usize = 8;
+/// One reference, in the state word.
+const REF_ONE: usize = 16;
 
 /// Marks a task that is not (or no longer) in its core's task list.
 pub(crate) const NOT_OWNED: usize = usize::MAX;
@@ -46,7 +54,6 @@ struct Vtable {
 #[repr(C)]
 pub(crate) struct Header {
     state: AtomicUsize,
-    refs: AtomicUsize,
     vtable: &'static Vtable,
     /// The owning core: where wakes send the task.
     pub(crate) shared: Arc<Shared>,
@@ -85,8 +92,7 @@ impl RawTask {
     ) -> (RawTask, RawTask, RawTask) {
         let cell = Box::new(Cell {
             header: Header {
-                state: AtomicUsize::new(SCHEDULED | JOIN_INTEREST),
-                refs: AtomicUsize::new(3),
+                state: AtomicUsize::new(SCHEDULED | JOIN_INTEREST | 3 * REF_ONE),
                 vtable: vtable::<F>(),
                 shared,
                 owned_key: AtomicUsize::new(NOT_OWNED),
@@ -172,7 +178,7 @@ impl RawTask {
 
 impl Drop for RawTask {
     fn drop(&mut self) {
-        // SAFETY: this reference is counted in `refs`.
+        // SAFETY: this reference is counted in the state word.
         unsafe { drop_ref(self.ptr) }
     }
 }
@@ -199,14 +205,25 @@ unsafe fn cell<'a, F: Future>(ptr: NonNull<Header>) -> &'a Cell<F> {
 }
 
 unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
-    // The run-queue reference this poll consumes, dropped when the poll is over.
-    let _queue_ref = RawTask { ptr };
-    // SAFETY: a live task, polled on its owning thread.
+    // SAFETY: a live task (we hold the run-queue reference), on its owning thread.
     let cell = unsafe { cell::<F>(ptr) };
-    let prev = cell.header.state.fetch_and(!SCHEDULED, Ordering::AcqRel);
+    // Hot path: give up the run-queue reference and clear SCHEDULED (set, since this entry
+    // exists) in one operation; a wake during the poll queues the task again.
+    let prev = cell
+        .header
+        .state
+        .fetch_sub(REF_ONE | SCHEDULED, Ordering::AcqRel);
+    debug_assert!(prev & SCHEDULED != 0, "queued task without SCHEDULED: {prev:#x}");
     if prev & COMPLETE != 0 {
+        // A stale entry: the task finished meanwhile, so nothing else keeps it alive.
+        if prev & !(REF_ONE - 1) == REF_ONE {
+            fence(Ordering::Acquire);
+            // SAFETY: that was the last reference.
+            unsafe { (cell.header.vtable.dealloc)(ptr) };
+        }
         return;
     }
+    // Not complete: the task list's reference keeps the cell alive through this poll.
     let out = if prev & CANCELLED != 0 {
         Err(JoinError::cancelled())
     } else {
@@ -217,7 +234,7 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
         };
         // SAFETY: the future lives in the heap cell and is never moved until it is dropped.
         let fut = unsafe { Pin::new_unchecked(fut) };
-        // The waker borrows the queue reference: no count is taken unless it is cloned.
+        // The waker borrows the task list's reference: no count is taken unless it is cloned.
         // SAFETY: the vtable's functions uphold RawWaker's contract for this header.
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(ptr)) });
         let mut cx = Context::from_waker(&waker);
@@ -260,6 +277,7 @@ unsafe fn finish<F: Future>(ptr: NonNull<Header>, out: Result<F::Output, JoinErr
     }
     let key = cell.header.owned_key.swap(NOT_OWNED, Ordering::Relaxed);
     if key != NOT_OWNED {
+        // Last: this may free the task.
         super::release_owned(key);
     }
 }
@@ -303,7 +321,7 @@ unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
 unsafe fn drop_ref(ptr: NonNull<Header>) {
     // SAFETY: the reference keeps the header alive until the decrement.
     let header = unsafe { ptr.as_ref() };
-    if header.refs.fetch_sub(1, Ordering::Release) == 1 {
+    if header.state.fetch_sub(REF_ONE, Ordering::AcqRel) & !(REF_ONE - 1) == REF_ONE {
         fence(Ordering::Acquire);
         // SAFETY: that was the last reference.
         unsafe { (header.vtable.dealloc)(ptr) };
@@ -322,7 +340,7 @@ unsafe fn schedule(ptr: NonNull<Header>) {
     if prev & (SCHEDULED | COMPLETE) != 0 {
         return;
     }
-    header.refs.fetch_add(1, Ordering::Relaxed);
+    header.state.fetch_add(REF_ONE, Ordering::Relaxed);
     super::schedule(RawTask { ptr }, &header.shared);
 }
 
@@ -336,18 +354,24 @@ fn raw_waker(ptr: NonNull<Header>) -> RawWaker {
 unsafe fn waker_clone(p: *const ()) -> RawWaker {
     // SAFETY: a waker holds (or borrows) a reference, so the header is alive.
     let header = unsafe { &*(p as *const Header) };
-    header.refs.fetch_add(1, Ordering::Relaxed);
+    header.state.fetch_add(REF_ONE, Ordering::Relaxed);
     RawWaker::new(p, &WAKER_VTABLE)
 }
 
 unsafe fn waker_wake(p: *const ()) {
     // SAFETY: `p` came from `raw_waker`, so it is a non-null header.
     let ptr = unsafe { NonNull::new_unchecked(p as *mut Header) };
-    // SAFETY: the waker's reference keeps the task alive, then is given up.
-    unsafe {
-        schedule(ptr);
-        drop_ref(ptr);
+    // SAFETY: as above; the waker's reference is alive until it is handed on or dropped.
+    let header = unsafe { ptr.as_ref() };
+    // Hot path: the waker's own reference becomes the run-queue entry's, so a wake by value
+    // costs one atomic operation.
+    let prev = header.state.fetch_or(SCHEDULED, Ordering::AcqRel);
+    if prev & (SCHEDULED | COMPLETE) != 0 {
+        // SAFETY: the waker's reference is given up.
+        unsafe { drop_ref(ptr) };
+        return;
     }
+    super::schedule(RawTask { ptr }, &header.shared);
 }
 
 unsafe fn waker_wake_by_ref(p: *const ()) {
