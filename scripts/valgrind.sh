@@ -29,6 +29,8 @@ run() {
 
 run op_lifecycle read_dropped_then_pipe_written completed_then_dropped op_completes bad_fd op_escaping
 run rt_shutdown
-run rt_basic --skip million_nops --skip a_hundred_thousand
-run time_timers --skip a_hundred_thousand
+# Tests that wake the ring from a second thread are left out: valgrind runs one thread at
+# a time and does not release it while another blocks in io_uring_enter, so they hang there.
+run rt_basic --skip million_nops --skip wake_ --skip many_remote_wakes
+run time_timers --skip a_hundred_thousand --skip a_blocked_task
 echo "valgrind: no errors"

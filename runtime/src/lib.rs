@@ -35,17 +35,17 @@
 compile_error!("this runtime is built on io_uring and runs on Linux only");
 
 pub mod buf;
-mod macros;
 pub mod driver;
 mod executor;
+mod macros;
 mod runtime;
 mod stats;
 pub mod time;
 
-pub use driver::ops::{nop, read, write, close};
+pub use driver::ops::{close, nop, read, write};
 pub use driver::RingFlags;
-pub use macros::{main, test};
 pub use executor::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
+pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;
 pub use time::{sleep, timeout};

@@ -64,7 +64,11 @@ fn read_dropped_in_flight_keeps_its_buffer_until_the_cqe() {
         assert_eq!(Rc::strong_count(&token), 2);
         drop(op);
         // The kernel may still write into the buffer: the driver holds it.
-        assert_eq!(Rc::strong_count(&token), 2, "data freed while the kernel owns it");
+        assert_eq!(
+            Rc::strong_count(&token),
+            2,
+            "data freed while the kernel owns it"
+        );
         settle().await;
         // The AsyncCancel's CQE (or a completion) freed it.
         assert_eq!(Rc::strong_count(&token), 1);
@@ -84,7 +88,8 @@ fn read_dropped_then_pipe_written_and_runtime_runs_on() {
     let (r, w) = common::pipe();
     rt.block_on(async {
         for round in 0..50u8 {
-            let mut op = tokio_test::task::spawn(runtime::read(r.as_raw_fd(), vec![0u8; 4096], u64::MAX));
+            let mut op =
+                tokio_test::task::spawn(runtime::read(r.as_raw_fd(), vec![0u8; 4096], u64::MAX));
             assert_pending!(op.poll());
             drop(op);
             write_all(&w, &[round; 100]);

@@ -77,16 +77,16 @@ fn spawn_local_runs_non_send_futures_and_joins() {
 #[test]
 fn detached_tasks_still_run() {
     let rt = Runtime::new().unwrap();
-    let flag = Rc::new(RefCell::new(false));
-    let f = flag.clone();
-    rt.block_on(async move {
+    let v = rt.block_on(async {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        // The handle is dropped at once: the task runs on, detached.
         drop(runtime::spawn_local(async move {
             runtime::nop().await.unwrap();
-            *f.borrow_mut() = true;
+            tx.send(11).unwrap();
         }));
-        runtime::time::sleep(Duration::from_millis(5)).await;
+        rx.await.unwrap()
     });
-    assert!(*flag.borrow());
+    assert_eq!(v, 11);
 }
 
 #[test]
@@ -222,7 +222,10 @@ fn second_runtime_on_a_thread_is_refused() {
     let rt = Runtime::new().unwrap();
     let err = Runtime::new().unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
-    assert!(err.to_string().contains("already running on this thread"), "{err}");
+    assert!(
+        err.to_string().contains("already running on this thread"),
+        "{err}"
+    );
     drop(rt);
     // Once the first is gone, a new one may start.
     Runtime::new().unwrap();
@@ -236,7 +239,11 @@ fn nested_block_on_panics_with_a_message() {
         rt.block_on(async move { inner.block_on(async {}) })
     }));
     let msg = r.unwrap_err();
-    let msg = msg.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| msg.downcast_ref::<String>().cloned()).unwrap();
+    let msg = msg
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| msg.downcast_ref::<String>().cloned())
+        .unwrap();
     assert!(msg.contains("already runs one"), "{msg}");
 }
 
@@ -246,7 +253,10 @@ fn ring_flags_are_detected() {
     let f = rt.flags();
     let (major, minor) = common::kernel_version();
     if (major, minor) >= (6, 1) {
-        assert!(f.single_issuer && f.defer_taskrun && f.coop_taskrun && f.submit_all, "{f}");
+        assert!(
+            f.single_issuer && f.defer_taskrun && f.coop_taskrun && f.submit_all,
+            "{f}"
+        );
     } else {
         eprintln!("skipping the full-flag check: kernel {major}.{minor} is older than 6.1");
     }
@@ -254,9 +264,16 @@ fn ring_flags_are_detected() {
     drop(rt);
 
     // Flags not asked for are not granted, and the runtime still works without them.
-    let rt = Builder::new().single_issuer(false).coop_taskrun(false).build().unwrap();
+    let rt = Builder::new()
+        .single_issuer(false)
+        .coop_taskrun(false)
+        .build()
+        .unwrap();
     let f = rt.flags();
-    assert!(!f.single_issuer && !f.defer_taskrun && !f.coop_taskrun && !f.taskrun_flag, "{f}");
+    assert!(
+        !f.single_issuer && !f.defer_taskrun && !f.coop_taskrun && !f.taskrun_flag,
+        "{f}"
+    );
     rt.block_on(async {
         for _ in 0..100 {
             runtime::nop().await.unwrap();

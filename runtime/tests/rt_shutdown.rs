@@ -30,7 +30,15 @@ fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
         .offset(u64::MAX)
         .build();
     // SAFETY: the SQE points into `buf`'s heap block, owned by the op's data.
-    unsafe { Op::new(TrackedRead { _buf: buf, _token: token }, sqe) }
+    unsafe {
+        Op::new(
+            TrackedRead {
+                _buf: buf,
+                _token: token,
+            },
+            sqe,
+        )
+    }
 }
 
 async fn settle() {
@@ -55,8 +63,15 @@ fn shutdown_with_ops_in_flight_frees_everything() {
         assert_eq!(Rc::strong_count(&token), 17);
         // Dropping the runtime drops the tasks, cancels their reads and reaps the CQEs.
     }
-    assert_eq!(Rc::strong_count(&token), 1, "buffers freed after their final CQEs");
+    assert_eq!(
+        Rc::strong_count(&token),
+        1,
+        "buffers freed after their final CQEs"
+    );
     drop((r, w));
-    assert_eq!(common::fd_count(), fds_before, "ring, eventfd and dup'd fds all closed");
+    assert_eq!(
+        common::fd_count(),
+        fds_before,
+        "ring, eventfd and dup'd fds all closed"
+    );
 }
-

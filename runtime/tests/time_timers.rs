@@ -49,7 +49,10 @@ fn sleep_lateness_is_small_on_an_idle_loop() {
         }
     });
     lates.sort();
-    eprintln!("sleep(2ms) lateness: median {:?}, max {:?}", lates[10], lates[19]);
+    eprintln!(
+        "sleep(2ms) lateness: median {:?}, max {:?}",
+        lates[10], lates[19]
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The op future and its lifecycle: the safety line of the runtime.
 //!
 //! Every SQE in flight has a slot in the driver's slab, and its `user_data` is the slot's
-//! key. A slot is, in turn (see [`Lifecycle`]):
+//! key. A slot is, in turn (see `Lifecycle`):
 //! - `Waiting`: in the kernel, holding the waker of the task that awaits it (an op is
 //!   submitted from its first poll, so it always has one);
 //! - `Completed`: the CQE arrived and waits for the future's next poll;
@@ -79,7 +79,10 @@ pub trait Completable: 'static {
 /// The state of one slab slot: see the module documentation.
 pub(crate) enum Lifecycle {
     Waiting(Waker),
-    Completed { res: i32, flags: u32 },
+    Completed {
+        res: i32,
+        flags: u32,
+    },
     Ignored {
         _data: Box<dyn Any>,
         returns_fd: bool,
@@ -130,10 +133,12 @@ impl Lifecycle {
     /// Applies a CQE to the slot.
     pub(crate) fn complete(&mut self, res: i32, flags: u32) -> Transition {
         match self {
-            Lifecycle::Waiting(_) => match std::mem::replace(self, Lifecycle::Completed { res, flags }) {
-                Lifecycle::Waiting(w) => Transition::Wake(w),
-                _ => unreachable!(),
-            },
+            Lifecycle::Waiting(_) => {
+                match std::mem::replace(self, Lifecycle::Completed { res, flags }) {
+                    Lifecycle::Waiting(w) => Transition::Wake(w),
+                    _ => unreachable!(),
+                }
+            }
             Lifecycle::Ignored { returns_fd, .. } => Transition::Remove {
                 close_fd: (*returns_fd && res >= 0).then_some(res),
             },
@@ -347,7 +352,9 @@ impl<T: 'static> MultiOp<T> {
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
                 let key = executor::with_driver(|d| d.submit_multi(sqe.clone()));
-                let State::Unsubmitted { data, .. } = std::mem::replace(&mut self.state, State::Done) else {
+                let State::Unsubmitted { data, .. } =
+                    std::mem::replace(&mut self.state, State::Done)
+                else {
                     unreachable!()
                 };
                 self.state = State::Submitted { data, key, core };
@@ -390,7 +397,9 @@ impl<T: 'static> MultiOp<T> {
 impl<T: 'static> Drop for MultiOp<T> {
     fn drop(&mut self) {
         if let State::Submitted { .. } = self.state {
-            let State::Submitted { data, key, core } = std::mem::replace(&mut self.state, State::Done) else {
+            let State::Submitted { data, key, core } =
+                std::mem::replace(&mut self.state, State::Done)
+            else {
                 unreachable!()
             };
             if executor::current_core_id() == Some(core) {

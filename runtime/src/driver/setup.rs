@@ -193,18 +193,21 @@ mod tests {
             f.to_string(),
             "SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|TASKRUN_FLAG|SUBMIT_ALL sq=8 cq=16"
         );
-        assert_eq!(
-            RingFlags::default().to_string(),
-            "(none) sq=0 cq=0"
-        );
+        assert_eq!(RingFlags::default().to_string(), "(none) sq=0 cq=0");
     }
 
     #[test]
     fn setup_error_names_sysctl_for_eperm() {
-        let e = setup_error(io::Error::from_raw_os_error(libc::EPERM), RingFlags::all(8, 16));
+        let e = setup_error(
+            io::Error::from_raw_os_error(libc::EPERM),
+            RingFlags::all(8, 16),
+        );
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
         assert!(e.to_string().contains("kernel.io_uring_disabled"), "{e}");
-        let e = setup_error(io::Error::from_raw_os_error(libc::ENOSYS), RingFlags::all(8, 16));
+        let e = setup_error(
+            io::Error::from_raw_os_error(libc::ENOSYS),
+            RingFlags::all(8, 16),
+        );
         assert!(e.to_string().contains("no io_uring"), "{e}");
     }
 }

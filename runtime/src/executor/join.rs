@@ -146,7 +146,10 @@ impl<T> Future for JoinHandle<T> {
         let mut out: Option<Result<T, JoinError>> = None;
         // SAFETY: `T` is the task's output type (the handle was made by `spawn` for it), and
         // `poll_join` saw COMPLETE, so the output is written and ours to take.
-        unsafe { self.raw.take_output((&mut out as *mut Option<Result<T, JoinError>>).cast()) };
+        unsafe {
+            self.raw
+                .take_output((&mut out as *mut Option<Result<T, JoinError>>).cast())
+        };
         Poll::Ready(out.expect("JoinHandle polled after it returned the output"))
     }
 }
@@ -164,4 +167,3 @@ impl<T> fmt::Debug for JoinHandle<T> {
             .finish()
     }
 }
-

@@ -66,7 +66,10 @@ impl Shared {
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(e.kind(), format!("eventfd for the core's wake-ups: {e}")));
+            return Err(io::Error::new(
+                e.kind(),
+                format!("eventfd for the core's wake-ups: {e}"),
+            ));
         }
         Ok(Shared {
             id: CoreId(NEXT.fetch_add(1, Ordering::Relaxed)),
@@ -101,15 +104,12 @@ impl Shared {
         if !self.notified.swap(true, Ordering::AcqRel) {
             let one: u64 = 1;
             // SAFETY: writes 8 bytes from a live u64 to the core's eventfd.
-            let n = unsafe {
-                libc::write(
-                    self.event_fd.as_raw_fd(),
-                    (&one as *const u64).cast(),
-                    8,
-                )
-            };
+            let n =
+                unsafe { libc::write(self.event_fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
             // EAGAIN means the counter is saturated: the core is woken anyway.
-            debug_assert!(n == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN));
+            debug_assert!(
+                n == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)
+            );
         }
     }
 }
@@ -380,7 +380,8 @@ impl Core {
             polled += 1;
             task.run();
         }
-        self.tasks_polled.set(self.tasks_polled.get() + polled as u64);
+        self.tasks_polled
+            .set(self.tasks_polled.get() + polled as u64);
 
         // Tasks woken from other threads join the local queue.
         if self.shared.notified.load(Ordering::Acquire) {

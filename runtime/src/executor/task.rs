@@ -92,7 +92,7 @@ impl RawTask {
     ) -> (RawTask, RawTask, RawTask) {
         let cell = Box::new(Cell {
             header: Header {
-                state: AtomicUsize::new(SCHEDULED | JOIN_INTEREST | 3 * REF_ONE),
+                state: AtomicUsize::new(SCHEDULED | JOIN_INTEREST | (3 * REF_ONE)),
                 vtable: vtable::<F>(),
                 shared,
                 owned_key: AtomicUsize::new(NOT_OWNED),
@@ -213,7 +213,10 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
         .header
         .state
         .fetch_sub(REF_ONE | SCHEDULED, Ordering::AcqRel);
-    debug_assert!(prev & SCHEDULED != 0, "queued task without SCHEDULED: {prev:#x}");
+    debug_assert!(
+        prev & SCHEDULED != 0,
+        "queued task without SCHEDULED: {prev:#x}"
+    );
     if prev & COMPLETE != 0 {
         // A stale entry: the task finished meanwhile, so nothing else keeps it alive.
         if prev & !(REF_ONE - 1) == REF_ONE {
