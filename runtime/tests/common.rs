@@ -1,7 +1,12 @@
 //! Helpers shared by the runtime's integration tests.
 #![allow(dead_code)]
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
+
+use io_uring::{opcode, types};
+use runtime::driver::{Completable, Cqe, Op};
 
 /// A pipe: (read end, write end).
 pub fn pipe() -> (OwnedFd, OwnedFd) {
@@ -25,4 +30,35 @@ pub fn kernel_version() -> (u32, u32) {
     let major = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
     let minor = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
     (major, minor)
+}
+
+/// A read whose data also holds an `Rc`, so a test can see when the driver frees it.
+pub struct TrackedRead {
+    _buf: Vec<u8>,
+    _token: Rc<()>,
+}
+
+impl Completable for TrackedRead {
+    type Output = io::Result<u32>;
+    fn complete(self, cqe: Cqe) -> io::Result<u32> {
+        cqe.result
+    }
+}
+
+/// A 64-byte read of `fd` (at its position) whose data holds `token`.
+pub fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
+    let mut buf = vec![0u8; 64];
+    let sqe = opcode::Read::new(types::Fd(fd.as_raw_fd()), buf.as_mut_ptr(), 64)
+        .offset(u64::MAX)
+        .build();
+    // SAFETY: the SQE points into `buf`'s heap block, owned by the op's data.
+    unsafe {
+        Op::new(
+            TrackedRead {
+                _buf: buf,
+                _token: token,
+            },
+            sqe,
+        )
+    }
 }

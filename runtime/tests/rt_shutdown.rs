@@ -3,43 +3,12 @@
 
 mod common;
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use common::tracked_read;
+
 use std::rc::Rc;
 use std::time::Duration;
 
-use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, Op};
 use runtime::Runtime;
-
-struct TrackedRead {
-    _buf: Vec<u8>,
-    _token: Rc<()>,
-}
-
-impl Completable for TrackedRead {
-    type Output = io::Result<u32>;
-    fn complete(self, cqe: Cqe) -> io::Result<u32> {
-        cqe.result
-    }
-}
-
-fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
-    let mut buf = vec![0u8; 64];
-    let sqe = opcode::Read::new(types::Fd(fd.as_raw_fd()), buf.as_mut_ptr(), 64)
-        .offset(u64::MAX)
-        .build();
-    // SAFETY: the SQE points into `buf`'s heap block, owned by the op's data.
-    unsafe {
-        Op::new(
-            TrackedRead {
-                _buf: buf,
-                _token: token,
-            },
-            sqe,
-        )
-    }
-}
 
 async fn settle() {
     runtime::time::sleep(Duration::from_millis(10)).await;
