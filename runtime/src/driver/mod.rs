@@ -11,6 +11,11 @@
 //! retried; `EBUSY` and CQ overflow are answered by reaping (the kernel's NODROP feature
 //! keeps overflowed CQEs until then). Reserved `user_data` values, from `u64::MAX` down,
 //! mark the driver's own CQEs.
+//!
+//! A cancel names its target by slot key, and keys are reused. That is safe because an
+//! ignored slot is freed only when its final CQE is reaped, and every reap follows the
+//! submission of everything queued before it (SQEs go in order, `SUBMIT_ALL`), so the
+//! kernel has run the cancel (inline, at submission) before the key can name another op.
 
 pub mod op;
 pub mod ops;
