@@ -112,13 +112,8 @@ fn bad_fd_is_ebadf() {
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
         let (res, _buf) = runtime::write(987_654, b"abc".as_slice(), 0).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
-        // A closed fd.
-        let (r, w) = common::pipe();
-        let raw = r.as_raw_fd();
-        drop(r);
-        drop(w);
-        let (res, _) = runtime::read(raw, vec![0u8; 8], u64::MAX).await;
-        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        // A closed fd is tested alone in op_closed_fd.rs: here another test's new fd could
+        // take its number.
     });
 }
 

@@ -7,9 +7,13 @@
 //! [`IoBuf::stable_ptr`] does not change when the value is moved.
 //!
 //! Implemented for `Vec<u8>`, `Box<[u8]>`, `&'static [u8]`, `&'static str` and for
-//! [`Slice`]s of any of them.
+//! [`Slice`]s of any of them. [`BufRing`] is the other kind: buffers the kernel picks.
 
 use std::ops::{Bound, RangeBounds};
+
+mod ring;
+
+pub use ring::{BufRing, RingBuf};
 
 /// A buffer the kernel may read from, with a stable address.
 ///

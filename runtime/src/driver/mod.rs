@@ -67,6 +67,10 @@ pub(crate) struct Driver {
     woken: bool,
     /// Set by `shutdown`: the wake read is no longer re-armed.
     shutting_down: bool,
+    /// Ops in flight, whether the wake read is armed, and since when that is unchanged.
+    shutdown_progress: (usize, bool, Instant),
+    /// See `take_dead`.
+    dead: Vec<Box<dyn std::any::Any>>,
     pub(crate) counters: DriverCounters,
 }
 
@@ -83,6 +87,8 @@ impl Driver {
             wake_armed: false,
             woken: false,
             shutting_down: false,
+            dead: Vec::new(),
+            shutdown_progress: (0, false, Instant::now()),
             counters: DriverCounters::default(),
         };
         driver.arm_wake();
@@ -214,7 +220,11 @@ impl Driver {
                                 if let Some(fd) = close_fd {
                                     close_raw(fd);
                                 }
-                                drop(self.ops.remove(key));
+                                match self.ops.remove(key) {
+                                    Lifecycle::Ignored { data, .. }
+                                    | Lifecycle::IgnoredMulti { data, .. } => self.dead.push(data),
+                                    other => drop(other),
+                                }
                             }
                         }
                     }
@@ -231,6 +241,12 @@ impl Driver {
             self.arm_wake();
         }
         n
+    }
+
+    /// Data of ops the kernel is done with, for the caller to drop once it no longer borrows
+    /// the driver: its `Drop` may use the runtime (a buffer ring unregisters itself).
+    pub(crate) fn take_dead(&mut self) -> Vec<Box<dyn std::any::Any>> {
+        std::mem::take(&mut self.dead)
     }
 
     /// Whether the wake eventfd fired since the last call.
@@ -316,10 +332,7 @@ impl Driver {
     pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
         match &self.ops[key] {
             Lifecycle::Waiting(_) => {
-                self.ops[key] = Lifecycle::Ignored {
-                    _data: data,
-                    returns_fd,
-                };
+                self.ops[key] = Lifecycle::Ignored { data, returns_fd };
                 self.cancel(key);
             }
             Lifecycle::Completed { .. } => {
@@ -329,6 +342,7 @@ impl Driver {
                         close_raw(res);
                     }
                 }
+                self.dead.push(data);
             }
             other => panic!("single-shot op dropped in state {other:?}"),
         }
@@ -354,12 +368,36 @@ impl Driver {
         }
         if *done {
             self.ops.remove(key);
+            self.dead.push(data);
         } else {
-            self.ops[key] = Lifecycle::IgnoredMulti {
-                _data: data,
-                returns_fd,
-            };
+            self.ops[key] = Lifecycle::IgnoredMulti { data, returns_fd };
             self.cancel(key);
+        }
+    }
+
+    /// Registers a provided-buffer ring under `bgid`.
+    ///
+    /// # Safety
+    /// `addr` points to `entries` page-aligned `io_uring_buf`s that stay valid until
+    /// `unregister_buf_ring(bgid)` or the ring's end.
+    pub(crate) unsafe fn register_buf_ring(
+        &mut self,
+        addr: u64,
+        entries: u16,
+        bgid: u16,
+    ) -> io::Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.ring
+                .submitter()
+                .register_buf_ring_with_flags(addr, entries, bgid, 0)
+        }
+    }
+
+    /// Unregisters a provided-buffer ring; the kernel picks no buffer from it afterwards.
+    pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) {
+        if let Err(e) = self.ring.submitter().unregister_buf_ring(bgid) {
+            panic!("unregistering buffer ring {bgid} failed: {e}");
         }
     }
 
@@ -383,9 +421,10 @@ impl Driver {
             .count()
     }
 
-    /// Cancels every op and reaps until the kernel owns nothing of ours. Called with the
+    /// Starts shutdown: cancels every op still in flight and the wake read. Called with the
     /// tasks already dropped, so every op left is ignored or owned by a future outside them.
-    pub(crate) fn shutdown(&mut self) {
+    /// Then call [`Driver::shutdown_step`] until it says done, dropping `take_dead` between.
+    pub(crate) fn shutdown_start(&mut self) {
         self.shutting_down = true;
         let keys: Vec<usize> = self
             .ops
@@ -406,34 +445,43 @@ impl Driver {
                 .user_data(CANCEL_TOKEN);
             self.push(&sqe);
         }
-        let mut last = (self.in_flight(), self.wake_armed);
-        let mut since = Instant::now();
-        while last != (0, false) {
-            self.park(true, Some(Duration::from_millis(50)));
-            self.reap();
-            let now = (self.in_flight(), self.wake_armed);
-            if now != last {
-                last = now;
-                since = Instant::now();
-            } else if since.elapsed() > SHUTDOWN_STALL {
-                // The kernel will not give these back: leak them rather than free memory it
-                // may still write.
-                eprintln!(
-                    "runtime: {} ops still in flight after shutdown; leaking their buffers",
-                    last.0
-                );
-                std::mem::forget(std::mem::take(&mut self.ops));
-                std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
-                return;
-            }
+        self.shutdown_progress = (self.in_flight(), self.wake_armed, Instant::now());
+    }
+
+    /// Waits a little for cancelled ops and reaps them; true once the kernel owns nothing
+    /// of ours (or, after a long stall, what it still owns was leaked rather than freed).
+    pub(crate) fn shutdown_step(&mut self) -> bool {
+        let (last_n, last_armed, since) = self.shutdown_progress;
+        if (last_n, last_armed) == (0, false) {
+            return true;
         }
+        self.park(true, Some(Duration::from_millis(50)));
+        self.reap();
+        let now = (self.in_flight(), self.wake_armed);
+        if now != (last_n, last_armed) {
+            self.shutdown_progress = (now.0, now.1, Instant::now());
+            return now == (0, false);
+        }
+        if since.elapsed() > SHUTDOWN_STALL {
+            // The kernel will not give these back: leak them rather than free memory it may
+            // still write.
+            eprintln!(
+                "runtime: {last_n} ops still in flight after shutdown; leaking their buffers"
+            );
+            std::mem::forget(std::mem::take(&mut self.ops));
+            std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
+            self.shutdown_progress = (0, false, since);
+            return true;
+        }
+        false
     }
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
         if !self.shutting_down {
-            self.shutdown();
+            self.shutdown_start();
         }
+        while !self.shutdown_step() {}
     }
 }

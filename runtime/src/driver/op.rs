@@ -84,12 +84,12 @@ pub(crate) enum Lifecycle {
         flags: u32,
     },
     Ignored {
-        _data: Box<dyn Any>,
+        data: Box<dyn Any>,
         returns_fd: bool,
     },
     Multi(Box<MultiSlot>),
     IgnoredMulti {
-        _data: Box<dyn Any>,
+        data: Box<dyn Any>,
         returns_fd: bool,
     },
 }
@@ -293,7 +293,7 @@ impl<T: Completable> Drop for Op<T> {
         };
         let key = self.key;
         if self.core.is_some() && executor::current_core_id() == self.core {
-            executor::with_driver(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
+            executor::with_driver_freeing(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
         } else {
             // Dropped off its core (or after its runtime shut down without reaping it,
             // which shutdown never does): the kernel may still own the data, so it is
@@ -404,7 +404,7 @@ impl<T: 'static> Drop for MultiOp<T> {
             };
             if executor::current_core_id() == Some(core) {
                 let returns_fd = self.returns_fd;
-                executor::with_driver(|d| d.drop_multi(key, Box::new(data), returns_fd));
+                executor::with_driver_freeing(|d| d.drop_multi(key, Box::new(data), returns_fd));
             } else {
                 std::mem::forget(data);
             }

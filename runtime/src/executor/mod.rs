@@ -160,6 +160,17 @@ pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
         .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
 }
 
+/// Runs `f` with the current core's driver, then drops the data of ops that finished
+/// meanwhile, outside the borrow (for op drops).
+pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
+    let (r, dead) = with_driver(|d| {
+        let r = f(d);
+        (r, d.take_dead())
+    });
+    drop(dead);
+    r
+}
+
 /// Runs `f` with the current core's id and driver: the op futures' one look-up per poll.
 ///
 /// # Panics
@@ -405,7 +416,9 @@ impl Core {
         // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
         driver.reap();
         driver.take_woken();
+        let dead = driver.take_dead();
         drop(driver);
+        drop(dead);
         *self.spare_wakers.borrow_mut() = wakers;
     }
 
@@ -445,6 +458,16 @@ impl Core {
         drop(remote);
         let timers = std::mem::take(&mut *self.timers.borrow_mut());
         drop(timers);
-        self.driver.borrow_mut().shutdown();
+        self.driver.borrow_mut().shutdown_start();
+        loop {
+            let mut driver = self.driver.borrow_mut();
+            let done = driver.shutdown_step();
+            let dead = driver.take_dead();
+            drop(driver);
+            drop(dead);
+            if done {
+                break;
+            }
+        }
     }
 }

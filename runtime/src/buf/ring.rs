@@ -1,0 +1,288 @@
+//! Provided buffer rings (`IORING_REGISTER_PBUF_RING`, Linux 5.19): a ring of equal-sized
+//! buffers the kernel picks from when a receive completes, so a multishot receive needs no
+//! buffer of its own per read.
+//!
+//! The io-uring crate registers the ring but does not manage it; [`BufRing`] does, as one
+//! small safe type: it maps the ring's page-aligned memory, fills it with every buffer,
+//! registers it under a fresh buffer-group id, and advances the tail when a buffer comes
+//! back. A buffer the kernel filled is handed out as a [`RingBuf`], which returns it to the
+//! ring when dropped.
+//!
+//! # Invariant
+//! The ring memory and the buffers are freed only when the last `Rc` to them goes: every
+//! op that may pick from the group keeps a clone (in its data, and so in the driver's ignored
+//! slot after a drop) until its final CQE, and every `RingBuf` keeps one. The group is
+//! unregistered first, while the core is alive.
+
+use std::cell::Cell;
+use std::fmt;
+use std::io;
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::types::BufRingEntry;
+
+use crate::driver::Cqe;
+use crate::executor::{self, CoreId};
+
+/// A registered ring of provided buffers on the current core.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let ring = runtime::buf::BufRing::new(64, 4096).unwrap();
+///     assert_eq!(ring.buf_len(), 4096);
+///     // Pass `ring.bgid()` in an SQE with IOSQE_BUFFER_SELECT and keep a clone of `ring`
+///     // in the op's data; `ring.take(&cqe)` gives the buffer the kernel filled.
+/// });
+/// ```
+#[derive(Clone)]
+pub struct BufRing {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    core: CoreId,
+    bgid: u16,
+    entries: u16,
+    buf_len: u32,
+    /// The mmap'd ring: `entries` `io_uring_buf`s; the tail is the first entry's `resv`.
+    ring: NonNull<BufRingEntry>,
+    ring_bytes: usize,
+    /// `entries * buf_len` bytes the kernel writes into; freed in `Drop`.
+    bufs: NonNull<u8>,
+    tail: Cell<u16>,
+    /// Whether the group is registered with the core's ring (unregistered in `Drop`).
+    registered: Cell<bool>,
+    /// Buffers handed out and not yet returned (for `Debug` and tests).
+    out: Cell<u32>,
+}
+
+impl BufRing {
+    /// Maps, fills and registers a ring of `entries` buffers of `buf_len` bytes each.
+    ///
+    /// `entries` must be a power of two up to 32768, `buf_len` non-zero. Must be called inside
+    /// a runtime; the ring belongs to the current core.
+    pub fn new(entries: u16, buf_len: u32) -> io::Result<BufRing> {
+        if !entries.is_power_of_two() || entries > 32768 || buf_len == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "buffer ring needs a power-of-two entry count up to 32768 and a non-zero \
+                     buffer length, got {entries} x {buf_len}"
+                ),
+            ));
+        }
+        let core = executor::current_core_id().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Other,
+                "BufRing::new called outside of a runtime",
+            )
+        })?;
+        let ring_bytes = (entries as usize * std::mem::size_of::<BufRingEntry>()).max(4096);
+        // SAFETY: an anonymous private mapping; the result is checked below.
+        let ring = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if ring == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("mmap of the buffer ring: {e}"),
+            ));
+        }
+        let ring = NonNull::new(ring.cast::<BufRingEntry>()).expect("mmap returned null");
+        let total = entries as usize * buf_len as usize;
+        let bufs = Box::<[u8]>::into_raw(vec![0u8; total].into_boxed_slice());
+        let bufs = NonNull::new(bufs.cast::<u8>()).expect("Box is never null");
+        let inner = Inner {
+            core,
+            bgid: next_bgid(),
+            entries,
+            buf_len,
+            ring,
+            ring_bytes,
+            bufs,
+            tail: Cell::new(0),
+            registered: Cell::new(false),
+            out: Cell::new(0),
+        };
+        for bid in 0..entries {
+            inner.push(bid);
+        }
+        inner.publish();
+        let res = executor::with_driver(|d| {
+            // SAFETY: the ring memory is mapped, page-aligned and stays valid until the group is
+            // unregistered (in `Inner::drop`, before the unmap).
+            unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid) }
+        });
+        if let Err(e) = res {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("registering a buffer ring (needs Linux 5.19): {e}"),
+            ));
+        }
+        inner.registered.set(true);
+        Ok(BufRing {
+            inner: Rc::new(inner),
+        })
+    }
+
+    /// The buffer-group id to put in an SQE (`buf_group`, with `IOSQE_BUFFER_SELECT`).
+    pub fn bgid(&self) -> u16 {
+        self.inner.bgid
+    }
+
+    /// The length of each buffer.
+    pub fn buf_len(&self) -> u32 {
+        self.inner.buf_len
+    }
+
+    /// Buffers handed out as [`RingBuf`]s and not yet returned.
+    pub fn outstanding(&self) -> u32 {
+        self.inner.out.get()
+    }
+
+    /// The buffer the kernel filled for `cqe` (which must come from an op that selected from
+    /// this ring), holding `cqe`'s result in bytes. `None` if the CQE carries no buffer.
+    pub fn take(&self, cqe: &Cqe) -> Option<RingBuf> {
+        let bid = cqe.buffer_id()?;
+        let len = match &cqe.result {
+            Ok(n) => (*n).min(self.inner.buf_len) as usize,
+            Err(_) => 0,
+        };
+        Some(self.buf(bid, len))
+    }
+
+    /// The buffer `bid` with `len` filled bytes, as the kernel reported it.
+    ///
+    /// # Panics
+    /// If `bid` is out of range.
+    pub fn buf(&self, bid: u16, len: usize) -> RingBuf {
+        assert!(bid < self.inner.entries, "buffer id {bid} out of range");
+        self.inner.out.set(self.inner.out.get() + 1);
+        RingBuf {
+            ring: self.inner.clone(),
+            bid,
+            len: len.min(self.inner.buf_len as usize),
+        }
+    }
+}
+
+impl Inner {
+    fn buf_ptr(&self, bid: u16) -> *mut u8 {
+        self.bufs
+            .as_ptr()
+            .wrapping_add(bid as usize * self.buf_len as usize)
+    }
+
+    /// Writes buffer `bid` into the ring at the (unpublished) tail.
+    fn push(&self, bid: u16) {
+        let tail = self.tail.get();
+        let idx = (tail & (self.entries - 1)) as usize;
+        // SAFETY: `idx < entries`, inside the mapping; the kernel only reads entries before the
+        // published tail, and this one is past it.
+        let entry = unsafe { &mut *self.ring.as_ptr().add(idx) };
+        entry.set_addr(self.buf_ptr(bid) as u64);
+        entry.set_len(self.buf_len);
+        entry.set_bid(bid);
+        self.tail.set(tail.wrapping_add(1));
+    }
+
+    /// Makes every pushed entry visible to the kernel.
+    fn publish(&self) {
+        // SAFETY: the tail field lives in the first entry, inside the mapping.
+        let tail = unsafe { BufRingEntry::tail(self.ring.as_ptr()) } as *const AtomicU16;
+        // SAFETY: the kernel reads the tail with acquire semantics; a release store publishes
+        // the entries written before it.
+        unsafe { (*tail).store(self.tail.get(), Ordering::Release) };
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.registered.get() && executor::current_core_id() == Some(self.core) {
+            let bgid = self.bgid;
+            executor::with_driver(|d| d.unregister_buf_ring(bgid));
+        }
+        // SAFETY: the mapping came from mmap with this size; nothing uses it any more (module
+        // invariant: no op that picks from the group is in flight, the group is unregistered
+        // or its ring is gone).
+        unsafe { libc::munmap(self.ring.as_ptr().cast(), self.ring_bytes) };
+        let total = self.entries as usize * self.buf_len as usize;
+        // SAFETY: `bufs` came from `Box::into_raw` of a boxed slice of `total` bytes.
+        drop(unsafe {
+            Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.bufs.as_ptr(),
+                total,
+            ))
+        });
+    }
+}
+
+fn next_bgid() -> u16 {
+    // Group ids are per ring; one process-wide counter keeps them distinct on every core.
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl fmt::Debug for BufRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufRing")
+            .field("bgid", &self.inner.bgid)
+            .field("entries", &self.inner.entries)
+            .field("buf_len", &self.inner.buf_len)
+            .field("outstanding", &self.inner.out.get())
+            .finish()
+    }
+}
+
+/// A buffer the kernel filled from a [`BufRing`]; goes back to the ring when dropped.
+pub struct RingBuf {
+    ring: Rc<Inner>,
+    bid: u16,
+    len: usize,
+}
+
+impl RingBuf {
+    /// The buffer id the kernel picked.
+    pub fn bid(&self) -> u16 {
+        self.bid
+    }
+}
+
+impl Deref for RingBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the kernel wrote `len` bytes into buffer `bid` and gave it to us; it will not
+        // touch it again until we push it back to the ring (in Drop).
+        unsafe { std::slice::from_raw_parts(self.ring.buf_ptr(self.bid), self.len) }
+    }
+}
+
+impl Drop for RingBuf {
+    fn drop(&mut self) {
+        self.ring.push(self.bid);
+        self.ring.publish();
+        self.ring.out.set(self.ring.out.get() - 1);
+    }
+}
+
+impl fmt::Debug for RingBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RingBuf")
+            .field("bid", &self.bid)
+            .field("len", &self.len)
+            .finish()
+    }
+}
