@@ -75,12 +75,8 @@ impl BufRing {
                 ),
             ));
         }
-        let core = executor::current_core_id().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::Other,
-                "BufRing::new called outside of a runtime",
-            )
-        })?;
+        let core = executor::current_core_id()
+            .ok_or_else(|| io::Error::other("BufRing::new called outside of a runtime"))?;
         let ring_bytes = (entries as usize * std::mem::size_of::<BufRingEntry>()).max(4096);
         // SAFETY: an anonymous private mapping; the result is checked below.
         let ring = unsafe {
