@@ -9,27 +9,27 @@ use std::task::Poll;
 
 use io_uring::{opcode, types};
 use runtime::buf::BufRing;
-use runtime::driver::{Cqe, MultiOp};
+use runtime::driver::{Cqe, MultiOp, Release};
 use runtime::Runtime;
 
 /// A multishot read of a pipe that selects buffers from `ring`.
 struct ReadMulti {
-    _ring: BufRing,
+    ring: BufRing,
+}
+
+impl Release for ReadMulti {
+    fn release(&self, cqe: Cqe) {
+        // Taking the buffer and dropping it puts it back in the ring.
+        drop(self.ring.take(&cqe));
+    }
 }
 
 fn read_multi(fd: &OwnedFd, ring: &BufRing) -> MultiOp<ReadMulti> {
     let sqe = opcode::ReadMulti::new(types::Fd(fd.as_raw_fd()), 0, ring.bgid()).build();
+    let data = ReadMulti { ring: ring.clone() };
     // SAFETY: the SQE points at no memory of ours; the kernel picks from `ring`, which the
     // op's data keeps alive.
-    unsafe {
-        MultiOp::new(
-            ReadMulti {
-                _ring: ring.clone(),
-            },
-            sqe,
-            false,
-        )
-    }
+    unsafe { MultiOp::new_releasing(data, sqe) }
 }
 
 async fn next(op: &mut MultiOp<ReadMulti>) -> Option<Cqe> {
@@ -96,6 +96,35 @@ fn empty_ring_ends_the_multishot_with_enobufs() {
         let cqe = next(&mut op).await.unwrap();
         let buf = ring.take(&cqe).unwrap();
         assert_eq!(&buf[..], &[2u8; 4]);
+    });
+}
+
+#[test]
+fn buffers_of_cqes_nobody_saw_go_back_to_the_ring() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    rt.block_on(async {
+        let ring = BufRing::new(4, 16).unwrap();
+        let mut op = read_multi(&r, &ring);
+        write_all(&w, b"first");
+        let cqe = next(&mut op).await.unwrap();
+        drop(ring.take(&cqe));
+        // Two more CQEs arrive and are queued, never yielded; then the op is dropped.
+        write_all(&w, b"second");
+        runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        write_all(&w, b"third");
+        runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        drop(op);
+        runtime::time::sleep(std::time::Duration::from_millis(5)).await;
+        // Every buffer is back: four fresh reads fit.
+        let mut op = read_multi(&r, &ring);
+        let mut held = Vec::new();
+        for i in 0..4u8 {
+            write_all(&w, &[i; 3]);
+            let cqe = next(&mut op).await.unwrap();
+            held.push(ring.take(&cqe).expect("the ring has a buffer"));
+        }
+        assert_eq!(ring.outstanding(), 4);
     });
 }
 

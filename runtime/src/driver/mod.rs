@@ -30,7 +30,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use slab::Slab;
 
 use op::{close_raw, Lifecycle, Transition};
-pub use op::{Completable, Cqe, MultiOp, Op};
+pub use op::{Completable, Cqe, MultiOp, Op, Release};
 pub use setup::RingFlags;
 
 /// `user_data` of the driver's own `ASYNC_CANCEL` SQEs: their CQEs are dropped.
@@ -221,8 +221,10 @@ impl Driver {
                                     close_raw(fd);
                                 }
                                 match self.ops.remove(key) {
-                                    Lifecycle::Ignored { data, .. }
-                                    | Lifecycle::IgnoredMulti { data, .. } => self.dead.push(data),
+                                    Lifecycle::Ignored { data, .. } => self.dead.push(data),
+                                    Lifecycle::IgnoredMulti { data } => {
+                                        self.dead.push(Box::new(data))
+                                    }
                                     other => drop(other),
                                 }
                             }
@@ -312,7 +314,8 @@ impl Driver {
         };
         let op::MultiSlot { waker, queue, .. } = &mut **m;
         match queue.pop_front() {
-            Some(cqe) => {
+            Some((res, flags)) => {
+                let cqe = Cqe::from_raw(res, flags);
                 if !cqe.more() {
                     self.ops.remove(key);
                 }
@@ -348,29 +351,20 @@ impl Driver {
         }
     }
 
-    /// A multishot op was dropped: close fds it queued, park its data until its final CQE.
-    pub(crate) fn drop_multi(
-        &mut self,
-        key: usize,
-        data: Box<dyn std::any::Any>,
-        returns_fd: bool,
-    ) {
+    /// A multishot op was dropped: its queued CQEs go to `data`'s late handler (closing fds,
+    /// returning buffers), and the data waits in the slot for the final CQE.
+    pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn op::LateCqe>) {
         let Lifecycle::Multi(m) = &mut self.ops[key] else {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
-        let done = &mut m.done;
-        if returns_fd {
-            for cqe in m.queue.drain(..) {
-                if let Ok(fd) = cqe.result {
-                    close_raw(fd as i32);
-                }
-            }
+        for (res, flags) in m.queue.drain(..) {
+            data.late(res, flags);
         }
-        if *done {
+        if m.done {
             self.ops.remove(key);
-            self.dead.push(data);
+            self.dead.push(Box::new(data));
         } else {
-            self.ops[key] = Lifecycle::IgnoredMulti { data, returns_fd };
+            self.ops[key] = Lifecycle::IgnoredMulti { data };
             self.cancel(key);
         }
     }

@@ -89,8 +89,7 @@ pub(crate) enum Lifecycle {
     },
     Multi(Box<MultiSlot>),
     IgnoredMulti {
-        data: Box<dyn Any>,
-        returns_fd: bool,
+        data: Box<dyn LateCqe>,
     },
 }
 
@@ -103,9 +102,7 @@ impl fmt::Debug for Lifecycle {
             Lifecycle::Multi(m) => {
                 write!(f, "Multi(queued: {}, done: {})", m.queue.len(), m.done)
             }
-            Lifecycle::IgnoredMulti { returns_fd, .. } => {
-                write!(f, "IgnoredMulti(fd: {returns_fd})")
-            }
+            Lifecycle::IgnoredMulti { .. } => f.write_str("IgnoredMulti"),
         }
     }
 }
@@ -113,7 +110,8 @@ impl fmt::Debug for Lifecycle {
 /// A multishot op's slot: boxed, so the common single-shot slot stays small.
 pub(crate) struct MultiSlot {
     pub(crate) waker: Option<Waker>,
-    pub(crate) queue: VecDeque<Cqe>,
+    /// Raw (result, flags) of CQEs not yet yielded.
+    pub(crate) queue: VecDeque<(i32, u32)>,
     /// The kernel posted the CQE without `F_MORE`: nothing more will come.
     pub(crate) done: bool,
 }
@@ -143,23 +141,19 @@ impl Lifecycle {
                 close_fd: (*returns_fd && res >= 0).then_some(res),
             },
             Lifecycle::Multi(m) => {
-                let cqe = Cqe::from_raw(res, flags);
-                m.done = !cqe.more();
-                m.queue.push_back(cqe);
+                m.done = !cqueue::more(flags);
+                m.queue.push_back((res, flags));
                 match m.waker.take() {
                     Some(w) => Transition::Wake(w),
                     None => Transition::Keep,
                 }
             }
-            Lifecycle::IgnoredMulti { returns_fd, .. } => {
-                let close_fd = (*returns_fd && res >= 0).then_some(res);
+            Lifecycle::IgnoredMulti { data } => {
+                data.late(res, flags);
                 if cqueue::more(flags) {
-                    if let Some(fd) = close_fd {
-                        close_raw(fd);
-                    }
                     Transition::Keep
                 } else {
-                    Transition::Remove { close_fd }
+                    Transition::Remove { close_fd: None }
                 }
             }
             Lifecycle::Completed { res: first, .. } => {
@@ -167,6 +161,46 @@ impl Lifecycle {
             }
         }
     }
+}
+
+/// What the data of a dropped multishot op does with each CQE that still arrives.
+pub(crate) trait LateCqe: 'static {
+    fn late(&self, res: i32, flags: u32);
+}
+
+/// Data whose late CQEs carry nothing to release.
+struct Plain<T>(#[allow(dead_code)] T);
+
+impl<T: 'static> LateCqe for Plain<T> {
+    fn late(&self, _res: i32, _flags: u32) {}
+}
+
+/// Data whose late successful CQEs are new fds (multishot accept): they are closed.
+struct ClosesFd<T>(#[allow(dead_code)] T);
+
+impl<T: 'static> LateCqe for ClosesFd<T> {
+    fn late(&self, res: i32, _flags: u32) {
+        if res >= 0 {
+            close_raw(res);
+        }
+    }
+}
+
+struct Releasing<T>(T);
+
+impl<T: Release> LateCqe for Releasing<T> {
+    fn late(&self, res: i32, flags: u32) {
+        self.0.release(Cqe::from_raw(res, flags));
+    }
+}
+
+/// Multishot op data that must give back what a CQE carries (a provided buffer, say) when
+/// the CQE arrives after the op was dropped, or was queued and never yielded.
+///
+/// `release` runs inside the driver: it must not use the runtime (no ops, no spawns).
+pub trait Release: 'static {
+    /// Gives back what `cqe` carries.
+    fn release(&self, cqe: Cqe);
 }
 
 /// Closes an fd the kernel produced for an op nobody awaits any more.
@@ -309,7 +343,8 @@ impl<T: Completable> Drop for Op<T> {
 /// with the driver) until the final CQE.
 pub struct MultiOp<T: 'static> {
     state: State<T>,
-    returns_fd: bool,
+    /// How the data handles CQEs after a drop.
+    late: fn(T) -> Box<dyn LateCqe>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -327,7 +362,27 @@ impl<T: 'static> MultiOp<T> {
     pub unsafe fn new(data: T, sqe: squeue::Entry, returns_fd: bool) -> Self {
         MultiOp {
             state: State::Unsubmitted { data, sqe },
-            returns_fd,
+            late: if returns_fd {
+                |t| Box::new(ClosesFd(t))
+            } else {
+                |t| Box::new(Plain(t))
+            },
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Creates a multishot op whose data gives back, through [`Release`], what the CQEs it
+    /// never yields carry (after a drop). Nothing is submitted until the first poll.
+    ///
+    /// # Safety
+    /// As for [`MultiOp::new`].
+    pub unsafe fn new_releasing(data: T, sqe: squeue::Entry) -> Self
+    where
+        T: Release,
+    {
+        MultiOp {
+            state: State::Unsubmitted { data, sqe },
+            late: |t| Box::new(Releasing(t)),
             _not_sync: PhantomData,
         }
     }
@@ -403,8 +458,8 @@ impl<T: 'static> Drop for MultiOp<T> {
                 unreachable!()
             };
             if executor::current_core_id() == Some(core) {
-                let returns_fd = self.returns_fd;
-                executor::with_driver_freeing(|d| d.drop_multi(key, Box::new(data), returns_fd));
+                let data = (self.late)(data);
+                executor::with_driver_freeing(|d| d.drop_multi(key, data));
             } else {
                 std::mem::forget(data);
             }
