@@ -1,1 +1,64 @@
+//! Sockets for the io_uring runtime: [`TcpListener`] (with a multishot
+//! [`incoming`](TcpListener::incoming) stream) and [`TcpStream`].
+//!
+//! Every socket operation is an io_uring op built on the `runtime` crate's public op API
+//! ([`runtime::driver::Op`], [`runtime::driver::MultiOp`]); this crate never touches the ring.
+//! Socket setup (`socket(2)`, `bind(2)`, `listen(2)`, socket options) is done with plain
+//! system calls through `socket2`: those never block.
+//!
+//! # Invariants
+//! - Every op owns what the kernel reads or writes (buffers, boxed `sockaddr` storage) and a
+//!   shared reference to the socket's fd, so neither memory nor fd number is
+//!   freed or reused while the kernel may still use it, even when the op future is dropped.
+//! - Sends use `MSG_NOSIGNAL`: a write to a reset peer gives `EPIPE`, never `SIGPIPE`.
+//! - A socket's fd is closed exactly once, when its last owner (the socket or an op still in
+//!   the kernel) is dropped.
+//!
+//! # Name resolution
+//! Functions taking `impl ToSocketAddrs` use std's [`std::net::ToSocketAddrs`], which calls
+//! `getaddrinfo(3)` for host names and so **blocks the core's thread** while it resolves. Pass
+//! a [`std::net::SocketAddr`] (or a numeric `"ip:port"` string) on a hot path. Each resolved
+//! address is tried in turn, as std does; the last error is returned.
+//!
+//! ```
+//! use futures::StreamExt;
+//!
+//! let rt = runtime::Runtime::new()?;
+//! rt.block_on(async {
+//!     let listener = net::TcpListener::bind("127.0.0.1:0")?;
+//!     let addr = listener.local_addr()?;
+//!     let client = runtime::spawn_local(async move {
+//!         let stream = net::TcpStream::connect(addr).await?;
+//!         let (res, _) = stream.write_all(b"ping".as_slice()).await;
+//!         res
+//!     });
+//!     let mut incoming = listener.incoming();
+//!     let stream = incoming.next().await.expect("the stream never ends")?;
+//!     let (res, buf) = stream.read_exact(vec![0u8; 4].into_boxed_slice()).await;
+//!     res?;
+//!     assert_eq!(&buf[..], b"ping");
+//!     client.await.unwrap()
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(
+    missing_docs,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("net is built on io_uring and runs on Linux only");
+
+mod addr;
+mod error;
+mod fd;
+mod io;
+mod ops;
+pub mod tcp;
+
+pub use tcp::{
+    Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream,
+};

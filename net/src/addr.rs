@@ -1,0 +1,171 @@
+//! Socket addresses the kernel reads or writes, and name resolution.
+//!
+//! [`SockAddrBuf`] is a `sockaddr_storage` and its length, always kept in a `Box` by the ops
+//! that hand it to the kernel: `connect(2)` reads it, `accept4(2)` writes the peer's address
+//! and length into it. The box keeps both at one address while the op future moves.
+//!
+//! Resolution goes through std's [`ToSocketAddrs`], which calls `getaddrinfo(3)` for host
+//! names and blocks the calling thread; numeric addresses resolve without a system call.
+
+use std::io;
+use std::mem;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+
+use crate::error::context;
+
+/// A `sockaddr_storage` and its length (see the module documentation).
+pub(crate) struct SockAddrBuf {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl SockAddrBuf {
+    /// Room for any address, for the kernel to fill (accept).
+    pub(crate) fn empty() -> Box<SockAddrBuf> {
+        Box::new(SockAddrBuf {
+            // SAFETY: sockaddr_storage is plain old data; all zeroes is a valid value.
+            storage: unsafe { mem::zeroed() },
+            len: mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+        })
+    }
+
+    /// `addr` in the kernel's layout (`sockaddr_in` or `sockaddr_in6`).
+    pub(crate) fn new(addr: SocketAddr) -> Box<SockAddrBuf> {
+        let mut buf = SockAddrBuf::empty();
+        let ptr: *mut libc::sockaddr_storage = &mut buf.storage;
+        match addr {
+            SocketAddr::V4(a) => {
+                let sin = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: a.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(a.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: sockaddr_storage is larger than, and aligned for, every sockaddr.
+                unsafe { ptr.cast::<libc::sockaddr_in>().write(sin) };
+                buf.len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            }
+            SocketAddr::V6(a) => {
+                let sin6 = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: a.port().to_be(),
+                    sin6_flowinfo: a.flowinfo(),
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: a.ip().octets(),
+                    },
+                    sin6_scope_id: a.scope_id(),
+                };
+                // SAFETY: sockaddr_storage is larger than, and aligned for, every sockaddr.
+                unsafe { ptr.cast::<libc::sockaddr_in6>().write(sin6) };
+                buf.len = mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+            }
+        }
+        buf
+    }
+
+    /// The address, for the kernel to read.
+    pub(crate) fn as_ptr(&self) -> *const libc::sockaddr {
+        (&self.storage as *const libc::sockaddr_storage).cast()
+    }
+
+    /// The address, for the kernel to write.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut libc::sockaddr {
+        (&mut self.storage as *mut libc::sockaddr_storage).cast()
+    }
+
+    /// The length of the address.
+    pub(crate) fn len(&self) -> libc::socklen_t {
+        self.len
+    }
+
+    /// The length, for the kernel to write (in: the room; out: the address's length).
+    pub(crate) fn len_mut_ptr(&mut self) -> *mut libc::socklen_t {
+        &mut self.len
+    }
+
+    /// The address the kernel wrote; `InvalidData` for a family other than IPv4 or IPv6.
+    pub(crate) fn to_socket_addr(&self) -> io::Result<SocketAddr> {
+        let len = self.len as usize;
+        match i32::from(self.storage.ss_family) {
+            libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
+                // SAFETY: the family says the storage holds a sockaddr_in, and the storage is
+                // aligned for it.
+                let sin = unsafe { &*self.as_ptr().cast::<libc::sockaddr_in>() };
+                let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+                Ok(SocketAddrV4::new(ip, u16::from_be(sin.sin_port)).into())
+            }
+            libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: the family says the storage holds a sockaddr_in6, and the storage
+                // is aligned for it.
+                let sin6 = unsafe { &*self.as_ptr().cast::<libc::sockaddr_in6>() };
+                let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                let port = u16::from_be(sin6.sin6_port);
+                Ok(SocketAddrV6::new(ip, port, sin6.sin6_flowinfo, sin6.sin6_scope_id).into())
+            }
+            family => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected socket address (family {family}, {len} bytes)"),
+            )),
+        }
+    }
+}
+
+/// Resolves `addr` (blocking for host names: see the module documentation); never empty.
+pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| context(e, "resolve address"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "resolve address: could not resolve to any addresses",
+        ));
+    }
+    Ok(addrs)
+}
+
+/// Calls `f` on each address `addr` resolves to, in turn, until one succeeds; else the last
+/// error.
+pub(crate) fn each_addr<T>(
+    addr: impl ToSocketAddrs,
+    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in resolve(addr)? {
+        match f(a) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.expect("resolve gives at least one address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_v4_and_v6() {
+        for s in ["127.0.0.1:8080", "[::1]:443", "[fe80::1%2]:1"] {
+            let addr: SocketAddr = s.parse().unwrap();
+            assert_eq!(SockAddrBuf::new(addr).to_socket_addr().unwrap(), addr);
+        }
+    }
+
+    #[test]
+    fn empty_is_unknown_family() {
+        let err = SockAddrBuf::empty().to_socket_addr().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn malformed_is_invalid_input() {
+        let err = resolve("not an address").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        let err = resolve(&[][..]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+}

@@ -1,0 +1,39 @@
+//! `IORING_OP_CONNECT`: connect a socket to an address. See `connect(2)`.
+//!
+//! The kernel reads the address when it starts the op, and again if it has to retry, so the
+//! boxed address belongs to the op until its CQE.
+
+use std::io;
+use std::net::SocketAddr;
+
+use io_uring::{opcode, types};
+use runtime::driver::{Completable, Cqe, Op};
+
+use crate::addr::SockAddrBuf;
+use crate::fd::SharedFd;
+
+/// The data of a connect: the socket and the address.
+pub(crate) struct Connect {
+    _fd: SharedFd,
+    _addr: Box<SockAddrBuf>,
+}
+
+impl Completable for Connect {
+    type Output = io::Result<()>;
+
+    fn complete(self, cqe: Cqe) -> io::Result<()> {
+        cqe.result.map(|_| ())
+    }
+}
+
+/// Connects `fd` to `addr`.
+pub(crate) fn connect(fd: &SharedFd, addr: SocketAddr) -> Op<Connect> {
+    let addr = SockAddrBuf::new(addr);
+    let sqe = opcode::Connect::new(types::Fd(fd.raw()), addr.as_ptr(), addr.len()).build();
+    let data = Connect {
+        _fd: fd.clone(),
+        _addr: addr,
+    };
+    // SAFETY: the SQE points only into the boxed address, which `Connect` owns.
+    unsafe { Op::new(data, sqe) }
+}

@@ -1,0 +1,44 @@
+//! `IORING_OP_RECV`: receive into an owned buffer. See `recv(2)`.
+//!
+//! The kernel writes up to the buffer's total length from its start; a result of 0 is end of
+//! stream (or a zero-length buffer, which callers answer without submitting).
+
+use std::io;
+
+use io_uring::{opcode, types};
+use runtime::buf::IoBufMut;
+use runtime::driver::{Completable, Cqe, Op};
+
+use crate::fd::SharedFd;
+
+/// The data of a recv: the socket and the buffer the kernel writes into.
+pub(crate) struct Recv<B> {
+    _fd: SharedFd,
+    buf: B,
+}
+
+impl<B: IoBufMut> Completable for Recv<B> {
+    type Output = (io::Result<usize>, B);
+
+    fn complete(self, cqe: Cqe) -> Self::Output {
+        let mut buf = self.buf;
+        let res = cqe.result.map(|n| {
+            // SAFETY: the kernel wrote `n` bytes at the start of the buffer.
+            unsafe { buf.set_init(n as usize) };
+            n as usize
+        });
+        (res, buf)
+    }
+}
+
+/// Receives from `fd` into `buf`, up to its total length.
+pub(crate) fn recv<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> Op<Recv<B>> {
+    let len = buf.bytes_total().min(u32::MAX as usize) as u32;
+    let sqe = opcode::Recv::new(types::Fd(fd.raw()), buf.stable_mut_ptr(), len).build();
+    let data = Recv {
+        _fd: fd.clone(),
+        buf,
+    };
+    // SAFETY: the SQE points only into `buf`'s stable block, which `Recv` owns.
+    unsafe { Op::new(data, sqe) }
+}

@@ -1,0 +1,40 @@
+//! `IORING_OP_SEND`: send an owned buffer's initialised bytes. See `send(2)`.
+//!
+//! Always with `MSG_NOSIGNAL`: a send to a reset or shut-down peer fails with `EPIPE`
+//! instead of raising `SIGPIPE`. A stream send may be short; callers loop.
+
+use std::io;
+
+use io_uring::{opcode, types};
+use runtime::buf::IoBuf;
+use runtime::driver::{Completable, Cqe, Op};
+
+use crate::fd::SharedFd;
+
+/// The data of a send: the socket and the buffer the kernel reads from.
+pub(crate) struct Send<B> {
+    _fd: SharedFd,
+    buf: B,
+}
+
+impl<B: IoBuf> Completable for Send<B> {
+    type Output = (io::Result<usize>, B);
+
+    fn complete(self, cqe: Cqe) -> Self::Output {
+        (cqe.result.map(|n| n as usize), self.buf)
+    }
+}
+
+/// Sends `buf`'s initialised bytes on `fd`.
+pub(crate) fn send<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
+    let len = buf.bytes_init().min(u32::MAX as usize) as u32;
+    let sqe = opcode::Send::new(types::Fd(fd.raw()), buf.stable_ptr(), len)
+        .flags(libc::MSG_NOSIGNAL)
+        .build();
+    let data = Send {
+        _fd: fd.clone(),
+        buf,
+    };
+    // SAFETY: the SQE points only into `buf`'s stable block, which `Send` owns.
+    unsafe { Op::new(data, sqe) }
+}

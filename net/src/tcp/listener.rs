@@ -1,0 +1,174 @@
+//! `TcpListener`: `socket(2)`, `bind(2)` and `listen(2)` through `socket2`, then accepts
+//! through the ring (`accept4(2)`, one op per call, or one multishot op for a stream).
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+use crate::addr::each_addr;
+use crate::error::context;
+use crate::fd::SharedFd;
+use crate::ops;
+use crate::tcp::{inet_addr, Incoming, TcpStream};
+
+/// How [`TcpListener::bind_with`] sets its socket up.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    backlog: i32,
+    reuse_address: bool,
+    reuse_port: bool,
+    only_v6: Option<bool>,
+}
+
+impl Default for ListenOptions {
+    fn default() -> Self {
+        ListenOptions::new()
+    }
+}
+
+impl ListenOptions {
+    /// The defaults: backlog 1024, `SO_REUSEADDR` on, `SO_REUSEPORT` off, `IPV6_V6ONLY` as
+    /// the system sets it.
+    pub fn new() -> ListenOptions {
+        ListenOptions {
+            backlog: 1024,
+            reuse_address: true,
+            reuse_port: false,
+            only_v6: None,
+        }
+    }
+
+    /// The length of the queue of connections not yet accepted (`listen(2)`'s backlog; the
+    /// kernel caps it at `net.core.somaxconn`).
+    pub fn backlog(mut self, backlog: u32) -> ListenOptions {
+        self.backlog = backlog.min(i32::MAX as u32) as i32;
+        self
+    }
+
+    /// Sets `SO_REUSEADDR`: bind a port whose old connections linger in `TIME_WAIT`.
+    pub fn reuse_address(mut self, on: bool) -> ListenOptions {
+        self.reuse_address = on;
+        self
+    }
+
+    /// Sets `SO_REUSEPORT`: several listeners (one per core) on one port, the kernel
+    /// spreading connections among them. Every listener on the port must set it.
+    pub fn reuse_port(mut self, on: bool) -> ListenOptions {
+        self.reuse_port = on;
+        self
+    }
+
+    /// Sets `IPV6_V6ONLY` on IPv6 listeners: whether `[::]` also takes IPv4 connections.
+    pub fn only_v6(mut self, on: bool) -> ListenOptions {
+        self.only_v6 = Some(on);
+        self
+    }
+
+    fn listen(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(self.reuse_address)?;
+        if self.reuse_port {
+            socket.set_reuse_port(true)?;
+        }
+        if let (Some(only), true) = (self.only_v6, addr.is_ipv6()) {
+            socket.set_only_v6(only)?;
+        }
+        socket.bind(&addr.into())?;
+        socket.listen(self.backlog)?;
+        Ok(socket.into())
+    }
+}
+
+/// A TCP socket listening for connections.
+///
+/// The socket closes when the listener and every [`Incoming`] made from it are dropped;
+/// streams it accepted live on independently.
+#[derive(Debug)]
+pub struct TcpListener {
+    fd: SharedFd,
+}
+
+impl TcpListener {
+    /// Listens on `addr` with the default [`ListenOptions`] (backlog 1024, `SO_REUSEADDR`).
+    ///
+    /// Resolving a host name blocks (see the [crate] documentation); each resolved address
+    /// is tried in turn. Errors say what failed and keep their kind, e.g. `AddrInUse`.
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        TcpListener::bind_with(addr, &ListenOptions::new())
+    }
+
+    /// Listens on `addr` set up as `options` say.
+    pub fn bind_with(addr: impl ToSocketAddrs, options: &ListenOptions) -> io::Result<TcpListener> {
+        each_addr(addr, |a| {
+            let fd = options
+                .listen(a)
+                .map_err(|e| context(e, format!("bind to {a}")))?;
+            Ok(TcpListener {
+                fd: SharedFd::new(fd),
+            })
+        })
+    }
+
+    /// Accepts one connection (one `IORING_OP_ACCEPT`), with the peer's address.
+    ///
+    /// Dropping the future before it completes cancels the accept; a connection the kernel
+    /// accepted anyway is closed, not leaked.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (fd, peer) = ops::accept(&self.fd).await?;
+        Ok((TcpStream::from_fd(fd), peer))
+    }
+
+    /// A stream of accepted connections backed by one multishot accept (Linux 5.19).
+    ///
+    /// It holds the listening socket open while it lives. See [`Incoming`].
+    pub fn incoming(&self) -> Incoming {
+        Incoming::new(self.fd.clone())
+    }
+
+    /// The address the listener is bound to (with the port the kernel picked for port 0).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(&self.fd).local_addr())
+    }
+
+    /// Wraps a listening std socket; it is set to blocking mode, which the ring expects.
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(false)?;
+        Ok(TcpListener {
+            fd: SharedFd::new(listener.into()),
+        })
+    }
+
+    /// The std listener (in blocking mode). If a dropped accept is still in the kernel,
+    /// this is a duplicate of the fd (`F_DUPFD_CLOEXEC`), which can fail.
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        Ok(self.fd.into_owned()?.into())
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.raw()
+    }
+}
+
+impl AsFd for TcpListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl IntoRawFd for TcpListener {
+    /// The fd, now the caller's to close.
+    ///
+    /// # Panics
+    /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
+    /// [`into_std`](TcpListener::into_std) to get that error instead.
+    fn into_raw_fd(self) -> RawFd {
+        match self.fd.into_owned() {
+            Ok(fd) => fd.into_raw_fd(),
+            Err(e) => panic!("TcpListener::into_raw_fd: duplicating the fd failed: {e}"),
+        }
+    }
+}

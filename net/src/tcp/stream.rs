@@ -1,0 +1,241 @@
+//! `TcpStream`: a connected TCP socket; `connect(2)`, `recv(2)`, `send(2)` and `shutdown(2)`
+//! through the ring, socket options through `socket2`.
+//!
+//! Two interfaces share the socket: owned-buffer methods (`read`, `write`, ...: one op per
+//! call, the buffer given back) and `futures::io` traits (an internal buffer per direction;
+//! see `io::poll`). Do not interleave reads of both kinds: bytes `AsyncRead` has buffered are
+//! not seen by `read`. Writes of both kinds may be mixed once `poll_flush` has completed.
+
+use std::io;
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::io::{AsyncBufRead, AsyncRead, AsyncWrite};
+use runtime::buf::{IoBuf, IoBufMut};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+use crate::addr::resolve;
+use crate::error::context;
+use crate::fd::SharedFd;
+use crate::io::{self as sio, ReadState, WriteState};
+use crate::ops;
+use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf};
+
+/// A connected TCP socket.
+///
+/// The socket is closed once, when the stream (or both halves of [`into_split`]) and every
+/// op still in the kernel for it are dropped. Dropping it cancels its ops in flight: flush
+/// (or close) an `AsyncWrite` before dropping.
+///
+/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`) shadow the
+/// `futures::io` extension methods of the same names; call those as
+/// `AsyncWriteExt::write_all(&mut stream, bytes)`.
+///
+/// [`into_split`]: TcpStream::into_split
+#[derive(Debug)]
+pub struct TcpStream {
+    fd: SharedFd,
+    read: ReadState,
+    write: WriteState,
+}
+
+impl TcpStream {
+    pub(crate) fn from_fd(fd: OwnedFd) -> TcpStream {
+        TcpStream::from_parts(
+            SharedFd::new(fd),
+            ReadState::default(),
+            WriteState::default(),
+        )
+    }
+
+    pub(crate) fn from_parts(fd: SharedFd, read: ReadState, write: WriteState) -> TcpStream {
+        TcpStream { fd, read, write }
+    }
+
+    /// Connects to `addr` (one `IORING_OP_CONNECT` per address tried).
+    ///
+    /// Resolving a host name blocks (see the [crate] documentation); each resolved address
+    /// is tried in turn and the last error returned, with the address in its message and its
+    /// kind kept (e.g. `ConnectionRefused`).
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last = None;
+        for a in resolve(addr)? {
+            match TcpStream::connect_addr(a).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(context(e, format!("connect to {a}"))),
+            }
+        }
+        Err(last.expect("resolve gives at least one address"))
+    }
+
+    async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        let fd = SharedFd::new(socket.into());
+        ops::connect(&fd, addr).await?;
+        Ok(TcpStream::from_parts(
+            fd,
+            ReadState::default(),
+            WriteState::default(),
+        ))
+    }
+
+    /// Reads once into `buf` (up to its total length, from its start) and gives it back with
+    /// the count; `Ok(0)` is end of stream. A zero-length buffer gives `Ok(0)` at once.
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::read(&self.fd, buf).await
+    }
+
+    /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if
+    /// the stream ends first.
+    pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::read_exact(&self.fd, buf).await
+    }
+
+    /// Writes `buf`'s initialised bytes once and gives it back with the count (maybe short).
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::write(&self.fd, buf).await
+    }
+
+    /// Writes all of `buf`'s initialised bytes.
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::write_all(&self.fd, buf).await
+    }
+
+    /// Shuts down the read direction, the write direction (the peer reads end of stream
+    /// after the bytes sent so far) or both.
+    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        ops::shutdown(&self.fd, how).await
+    }
+
+    /// Splits the stream into a read half and a write half, each usable from its own task
+    /// on this core (both are `!Send`); bytes `AsyncRead` buffered move to the read half.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let TcpStream { fd, read, write } = self;
+        (
+            OwnedReadHalf::new(fd.clone(), read),
+            OwnedWriteHalf::new(fd, write),
+        )
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(&self.fd).peer_addr())
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(&self.fd).local_addr())
+    }
+
+    /// Sets `TCP_NODELAY`: send small segments at once instead of coalescing (Nagle).
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        SockRef::from(&self.fd).set_tcp_nodelay(on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        SockRef::from(&self.fd).tcp_nodelay()
+    }
+
+    /// Sets `SO_KEEPALIVE`: probe an idle connection (at the system's intervals).
+    pub fn set_keepalive(&self, on: bool) -> io::Result<()> {
+        SockRef::from(&self.fd).set_keepalive(on)
+    }
+
+    /// Whether `SO_KEEPALIVE` is set.
+    pub fn keepalive(&self) -> io::Result<bool> {
+        SockRef::from(&self.fd).keepalive()
+    }
+
+    /// Sets `SO_LINGER`; `Some(Duration::ZERO)` makes close reset the connection.
+    pub fn set_linger(&self, linger: Option<Duration>) -> io::Result<()> {
+        SockRef::from(&self.fd).set_linger(linger)
+    }
+
+    /// Wraps a connected std stream; it is set to blocking mode, which the ring expects.
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(false)?;
+        Ok(TcpStream::from_fd(stream.into()))
+    }
+
+    /// The std stream (in blocking mode). Ops in flight are cancelled and bytes buffered for
+    /// `AsyncRead` are lost; if a dropped op is still in the kernel, this is a duplicate of
+    /// the fd (`F_DUPFD_CLOEXEC`), which can fail.
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        let TcpStream { fd, read, write } = self;
+        drop((read, write));
+        Ok(fd.into_owned()?.into())
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.raw()
+    }
+}
+
+impl AsFd for TcpStream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl IntoRawFd for TcpStream {
+    /// The fd, now the caller's to close.
+    ///
+    /// # Panics
+    /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
+    /// [`into_std`](TcpStream::into_std) to get that error instead.
+    fn into_raw_fd(self) -> RawFd {
+        match self.into_std() {
+            Ok(s) => s.into_raw_fd(),
+            Err(e) => panic!("TcpStream::into_raw_fd: duplicating the fd failed: {e}"),
+        }
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.read.poll_read(&this.fd, cx, buf)
+    }
+}
+
+impl AsyncBufRead for TcpStream {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        this.read.poll_fill_buf(&this.fd, cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().read.consume(amt);
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.write.poll_write(&this.fd, cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.write.poll_flush(&this.fd, cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.write.poll_close(&this.fd, cx)
+    }
+}
