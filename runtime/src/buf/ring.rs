@@ -21,6 +21,7 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::task::{Context, Poll, Waker};
 
 use io_uring::types::BufRingEntry;
 
@@ -56,8 +57,10 @@ struct Inner {
     tail: Cell<u16>,
     /// Whether the group is registered with the core's ring (unregistered in `Drop`).
     registered: Cell<bool>,
-    /// Buffers handed out and not yet returned (for `Debug` and tests).
+    /// Buffers handed out and not yet returned.
     out: Cell<u32>,
+    /// A task waiting for a buffer to come back (`poll_available`).
+    waiter: Cell<Option<Waker>>,
 }
 
 impl BufRing {
@@ -111,6 +114,7 @@ impl BufRing {
             tail: Cell::new(0),
             registered: Cell::new(false),
             out: Cell::new(0),
+            waiter: Cell::new(None),
         };
         for bid in 0..entries {
             inner.push(bid);
@@ -146,6 +150,22 @@ impl BufRing {
     /// Buffers handed out as [`RingBuf`]s and not yet returned.
     pub fn outstanding(&self) -> u32 {
         self.inner.out.get()
+    }
+
+    /// The number of buffers in the ring.
+    pub fn entries(&self) -> u16 {
+        self.inner.entries
+    }
+
+    /// `Ready` once at least one buffer is back in the ring, given that every buffer the
+    /// kernel picked has been taken as a [`RingBuf`]; otherwise registers the waker, woken
+    /// when a `RingBuf` is dropped. For re-arming a multishot receive after `ENOBUFS`.
+    pub fn poll_available(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.inner.out.get() < u32::from(self.inner.entries) {
+            return Poll::Ready(());
+        }
+        self.inner.waiter.set(Some(cx.waker().clone()));
+        Poll::Pending
     }
 
     /// The buffer the kernel filled for `cqe` (which must come from an op that selected from
@@ -271,6 +291,9 @@ impl Drop for RingBuf {
         self.ring.push(self.bid);
         self.ring.publish();
         self.ring.out.set(self.ring.out.get() - 1);
+        if let Some(w) = self.ring.waiter.take() {
+            w.wake();
+        }
     }
 }
 
