@@ -1,8 +1,10 @@
 //! Socket addresses the kernel reads or writes, and name resolution.
 //!
 //! [`SockAddrBuf`] is a `sockaddr_storage` and its length, always kept in a `Box` by the ops
-//! that hand it to the kernel: `connect(2)` reads it, `accept4(2)` writes the peer's address
-//! and length into it. The box keeps both at one address while the op future moves.
+//! that hand it to the kernel: `connect(2)` and `sendmsg(2)` read it, `accept4(2)` and
+//! `recvmsg(2)` write the peer's address and length into it. The box keeps both at one
+//! address while the op future moves. It holds any family; [`FromSockAddr`] turns what the
+//! kernel wrote into the address type of the socket (IP or Unix).
 //!
 //! Resolution goes through std's [`ToSocketAddrs`], which calls `getaddrinfo(3)` for host
 //! names and blocks the calling thread; numeric addresses resolve without a system call.
@@ -10,8 +12,27 @@
 use std::io;
 use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+use std::ptr;
+
+use socket2::{SockAddr, SockAddrStorage};
 
 use crate::error::context;
+
+/// The size of a `sockaddr_storage`: room for an address of any family.
+const STORAGE_LEN: usize = mem::size_of::<libc::sockaddr_storage>();
+
+/// An address type that ops give back from the `sockaddr` the kernel wrote (`accept4(2)`,
+/// `recvmsg(2)`).
+pub(crate) trait FromSockAddr: Sized + 'static {
+    /// The address in `buf`; `InvalidData` if it is of another family.
+    fn from_sockaddr_buf(buf: &SockAddrBuf) -> io::Result<Self>;
+}
+
+impl FromSockAddr for SocketAddr {
+    fn from_sockaddr_buf(buf: &SockAddrBuf) -> io::Result<SocketAddr> {
+        buf.to_socket_addr()
+    }
+}
 
 /// A `sockaddr_storage` and its length (see the module documentation).
 pub(crate) struct SockAddrBuf {
@@ -63,6 +84,40 @@ impl SockAddrBuf {
             }
         }
         buf
+    }
+
+    /// A copy of `addr`, of any family (a Unix path, say), for the kernel to read.
+    pub(crate) fn from_sockaddr(addr: &SockAddr) -> Box<SockAddrBuf> {
+        let mut buf = SockAddrBuf::empty();
+        let len = (addr.len() as usize).min(STORAGE_LEN);
+        // SAFETY: `addr` holds `len` initialised bytes (its length, at most a storage's size)
+        // and `buf.storage` has room for a storage's size; the two do not overlap.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                addr.as_ptr().cast::<u8>(),
+                ptr::addr_of_mut!(buf.storage).cast::<u8>(),
+                len,
+            )
+        };
+        buf.len = len as libc::socklen_t;
+        buf
+    }
+
+    /// The address as socket2's [`SockAddr`], of whatever family the kernel wrote.
+    pub(crate) fn to_sockaddr(&self) -> SockAddr {
+        let mut storage = SockAddrStorage::zeroed();
+        // SAFETY: `sockaddr_storage` is one of the platform's sockaddr types (the largest).
+        let view = unsafe { storage.view_as::<libc::sockaddr_storage>() };
+        *view = self.storage;
+        let len = (self.len as usize).min(STORAGE_LEN) as libc::socklen_t;
+        // SAFETY: the storage holds an address of `len` bytes (as the kernel or
+        // `from_sockaddr` wrote it), and `len` is at most the storage's size.
+        unsafe { SockAddr::new(storage, len) }
+    }
+
+    /// Sets the length, to what the kernel reported in a `msghdr`'s `msg_namelen`.
+    pub(crate) fn set_len(&mut self, len: libc::socklen_t) {
+        self.len = len.min(STORAGE_LEN as libc::socklen_t);
     }
 
     /// The address, for the kernel to read.
@@ -153,6 +208,16 @@ mod tests {
             let addr: SocketAddr = s.parse().unwrap();
             assert_eq!(SockAddrBuf::new(addr).to_socket_addr().unwrap(), addr);
         }
+    }
+
+    #[test]
+    fn sockaddr_round_trip_keeps_family_and_length() {
+        let unix = SockAddr::unix("/tmp/some.sock").unwrap();
+        let back = SockAddrBuf::from_sockaddr(&unix).to_sockaddr();
+        assert_eq!(back, unix);
+        let ip: SocketAddr = "[::1]:9".parse().unwrap();
+        let buf = SockAddrBuf::from_sockaddr(&SockAddr::from(ip));
+        assert_eq!(buf.to_socket_addr().unwrap(), ip);
     }
 
     #[test]

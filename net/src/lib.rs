@@ -1,13 +1,16 @@
 //! Sockets for the io_uring runtime: [`TcpListener`] (with a multishot
-//! [`incoming`](TcpListener::incoming) stream) and [`TcpStream`].
+//! [`incoming`](TcpListener::incoming) stream) and [`TcpStream`], [`UdpSocket`], and Unix
+//! domain sockets ([`UnixListener`], [`UnixStream`], [`UnixDatagram`]; see [`unix`]).
 //!
 //! Every socket operation is an io_uring op built on the `runtime` crate's public op API
 //! ([`runtime::driver::Op`], [`runtime::driver::MultiOp`]); this crate never touches the ring.
-//! Socket setup (`socket(2)`, `bind(2)`, `listen(2)`, socket options) is done with plain
-//! system calls through `socket2`: those never block.
+//! Socket setup (`socket(2)`, `bind(2)`, `listen(2)`, socket options, and `connect(2)` on
+//! datagram sockets, which only sets the default peer) is done with plain system calls
+//! through `socket2`: those never block.
 //!
 //! # Invariants
-//! - Every op owns what the kernel reads or writes (buffers, boxed `sockaddr` storage) and a
+//! - Every op owns what the kernel reads or writes (buffers, boxed `sockaddr` storage, the
+//!   boxed `msghdr` and `iovec` of `sendmsg`/`recvmsg`) and a
 //!   shared reference to the socket's fd, so neither memory nor fd number is
 //!   freed or reused while the kernel may still use it, even when the op future is dropped.
 //! - Sends use `MSG_NOSIGNAL`: a write to a reset peer gives `EPIPE`, never `SIGPIPE`.
@@ -18,7 +21,8 @@
 //! Functions taking `impl ToSocketAddrs` use std's [`std::net::ToSocketAddrs`], which calls
 //! `getaddrinfo(3)` for host names and so **blocks the core's thread** while it resolves. Pass
 //! a [`std::net::SocketAddr`] (or a numeric `"ip:port"` string) on a hot path. Each resolved
-//! address is tried in turn, as std does; the last error is returned.
+//! address is tried in turn, as std does; the last error is returned (`UdpSocket::send_to`
+//! uses the first, as std's does). Unix socket paths need no resolution.
 //!
 //! ```
 //! use futures::StreamExt;
@@ -52,13 +56,20 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("net is built on io_uring and runs on Linux only");
 
+mod accept_stream;
 mod addr;
 mod error;
 mod fd;
 mod io;
 mod ops;
+mod recv_stream;
 pub mod tcp;
+mod udp;
+pub mod unix;
 
+pub use recv_stream::RecvStream;
 pub use tcp::{
     Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream,
 };
+pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixListener, UnixStream};

@@ -11,7 +11,7 @@ use net::{TcpListener, TcpStream};
 use runtime::buf::IoBuf;
 use runtime::time::timeout;
 
-const CLIENTS: usize = 2_000;
+const CLIENTS: usize = 10_000;
 const THREADS: usize = 8;
 const MSG: usize = 128;
 
@@ -23,7 +23,7 @@ async fn echo_once(stream: TcpStream) -> io::Result<()> {
 }
 
 #[runtime::test]
-async fn incoming_serves_2000_clients() {
+async fn incoming_serves_10000_clients() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let done = Arc::new(AtomicUsize::new(0));

@@ -1,4 +1,5 @@
-//! Stream I/O shared by every connected stream socket (TCP now, Unix streams later).
+//! Stream I/O shared by every connected stream socket: `TcpStream`, `UnixStream` and their
+//! split halves.
 //!
 //! `owned` is the native interface: each call is one op that owns its buffer and gives it
 //! back with the result. `poll` is the `futures::io` adapter state: an internal buffer and

@@ -6,23 +6,25 @@
 //! by the driver (`Completable::RETURNS_FD`, `MultiOp::new(.., true)`).
 
 use std::io;
-use std::net::SocketAddr;
+use std::marker::PhantomData;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use io_uring::{opcode, types};
 use runtime::driver::{Completable, Cqe, MultiOp, Op};
 
-use crate::addr::SockAddrBuf;
+use crate::addr::{FromSockAddr, SockAddrBuf};
 use crate::fd::SharedFd;
 
-/// The data of a single-shot accept: the listener and the room for the peer's address.
-pub(crate) struct Accept {
+/// The data of a single-shot accept: the listener and the room for the peer's address,
+/// given back as an `A` (an IP or a Unix address).
+pub(crate) struct Accept<A> {
     _fd: SharedFd,
     addr: Box<SockAddrBuf>,
+    _addr: PhantomData<fn() -> A>,
 }
 
-impl Completable for Accept {
-    type Output = io::Result<(OwnedFd, SocketAddr)>;
+impl<A: FromSockAddr> Completable for Accept<A> {
+    type Output = io::Result<(OwnedFd, A)>;
 
     const RETURNS_FD: bool = true;
 
@@ -31,13 +33,13 @@ impl Completable for Accept {
         // SAFETY: a successful accept's result is a new fd that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
         // On an unexpected address the new fd is closed by its drop.
-        let peer = self.addr.to_socket_addr()?;
+        let peer = A::from_sockaddr_buf(&self.addr)?;
         Ok((fd, peer))
     }
 }
 
 /// Accepts one connection on `listener`, with the peer's address.
-pub(crate) fn accept(listener: &SharedFd) -> Op<Accept> {
+pub(crate) fn accept<A: FromSockAddr>(listener: &SharedFd) -> Op<Accept<A>> {
     let mut addr = SockAddrBuf::empty();
     let sqe = opcode::Accept::new(
         types::Fd(listener.raw()),
@@ -49,6 +51,7 @@ pub(crate) fn accept(listener: &SharedFd) -> Op<Accept> {
     let data = Accept {
         _fd: listener.clone(),
         addr,
+        _addr: PhantomData,
     };
     // SAFETY: the SQE points only into the boxed `addr`, which `Accept` owns.
     unsafe { Op::new(data, sqe) }

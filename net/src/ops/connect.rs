@@ -1,7 +1,7 @@
 //! `IORING_OP_CONNECT`: connect a socket to an address. See `connect(2)`.
 //!
 //! The kernel reads the address when it starts the op, and again if it has to retry, so the
-//! boxed address belongs to the op until its CQE.
+//! boxed address belongs to the op until its CQE. Any family: IP, or a Unix path.
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,9 +26,13 @@ impl Completable for Connect {
     }
 }
 
-/// Connects `fd` to `addr`.
+/// Connects `fd` to the IP address `addr`.
 pub(crate) fn connect(fd: &SharedFd, addr: SocketAddr) -> Op<Connect> {
-    let addr = SockAddrBuf::new(addr);
+    connect_to(fd, SockAddrBuf::new(addr))
+}
+
+/// Connects `fd` to `addr`, of any family.
+pub(crate) fn connect_to(fd: &SharedFd, addr: Box<SockAddrBuf>) -> Op<Connect> {
     let sqe = opcode::Connect::new(types::Fd(fd.raw()), addr.as_ptr(), addr.len()).build();
     let data = Connect {
         _fd: fd.clone(),

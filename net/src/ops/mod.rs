@@ -3,22 +3,30 @@
 //! Each op's data owns what its SQE points at (buffers, a boxed `sockaddr`) and a
 //! [`SharedFd`](crate::fd::SharedFd) clone of the socket (see that module's invariant).
 //! Grouped by the kernel that first has them:
+//! - 5.3: `SENDMSG`, `RECVMSG` (datagrams with an address: UDP, Unix)
 //! - 5.5: `ACCEPT`, `CONNECT`
 //! - 5.6: `SEND`, `RECV`
 //! - 5.11: `SHUTDOWN`
 //! - 5.19: multishot `ACCEPT`
+//! - 6.0: multishot `RECV` with a provided-buffer ring
 //!
-//! Still to come here: `RECV` multishot with a provided-buffer ring (6.0), `SEND_ZC` (6.0),
-//! `SENDMSG`/`RECVMSG` for UDP and Unix sockets (5.3).
+//! Still to come here: `SEND_ZC` (6.0).
 
 mod accept;
 mod connect;
+mod msghdr;
 mod recv;
+mod recv_multi;
+mod recvmsg;
 mod send;
+mod sendmsg;
 mod shutdown;
 
 pub(crate) use accept::{accept, accept_multi, AcceptMulti};
-pub(crate) use connect::connect;
+pub(crate) use connect::{connect, connect_to};
 pub(crate) use recv::{recv, Recv};
+pub(crate) use recv_multi::{recv_multi, RecvMulti};
+pub(crate) use recvmsg::recv_msg;
 pub(crate) use send::{send, Send};
+pub(crate) use sendmsg::send_msg;
 pub(crate) use shutdown::{shutdown, Shutdown};

@@ -20,8 +20,8 @@ use std::net::SocketAddr;
 
 use socket2::SockAddr;
 
-/// A socket address from `getsockname`/`getpeername`, as a `SocketAddr`.
-fn inet_addr(addr: io::Result<SockAddr>) -> io::Result<SocketAddr> {
+/// A socket address from `getsockname`/`getpeername`, as a `SocketAddr` (also for UDP).
+pub(crate) fn inet_addr(addr: io::Result<SockAddr>) -> io::Result<SocketAddr> {
     addr?.as_socket().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::io::{AsyncBufRead, AsyncRead, AsyncWrite};
-use runtime::buf::{IoBuf, IoBufMut};
+use runtime::buf::{BufRing, IoBuf, IoBufMut};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use crate::addr::resolve;
@@ -22,6 +22,7 @@ use crate::error::context;
 use crate::fd::SharedFd;
 use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
+use crate::recv_stream::RecvStream;
 use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf};
 
 /// A connected TCP socket.
@@ -108,6 +109,15 @@ impl TcpStream {
     /// after the bytes sent so far) or both.
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         ops::shutdown(&self.fd, how).await
+    }
+
+    /// The bytes this stream receives, as a `Stream` of buffers from `ring`, through one
+    /// multishot receive (see [`RecvStream`]).
+    ///
+    /// Do not read the stream by other means meanwhile: which reader gets a chunk would be
+    /// up to the kernel.
+    pub fn recv_stream(&self, ring: &BufRing) -> RecvStream {
+        RecvStream::new(self.fd.clone(), ring)
     }
 
     /// Splits the stream into a read half and a write half, each usable from its own task

@@ -1,0 +1,126 @@
+//! Unix domain sockets: a listener with single and multishot accept, connected streams,
+//! and datagram sockets. See `unix(7)`.
+//!
+//! Like the TCP types, sockets are made with `socket2` (`SOCK_CLOEXEC`), left in blocking
+//! mode, and do all their I/O through the ring; each holds its fd in an `Rc`, so it is
+//! `!Send` and stays on the core that made it. Streams share the TCP streams' I/O code
+//! (`io::owned` for owned buffers, `io::poll` for the `futures::io` traits); the listener
+//! shares TCP's multishot accept (`AcceptStream`); datagrams use `SENDMSG`/`RECVMSG` as UDP
+//! does.
+//!
+//! Addresses are [`SocketAddr`]s: paths are checked before any system call (an empty path,
+//! a NUL byte or more than 107 bytes is `InvalidInput`, naming the path); abstract names
+//! (Linux) are supported through [`SocketAddr::from_abstract_name`] and the `*_addr`
+//! constructors. Binding to a path creates the socket file; dropping the socket does not
+//! remove it (as in std): remove it yourself when done.
+
+mod addr;
+mod datagram;
+mod listener;
+mod split;
+mod stream;
+
+pub use addr::SocketAddr;
+pub use datagram::UnixDatagram;
+pub use listener::{Incoming, UnixListener};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use stream::UnixStream;
+
+use std::io;
+
+use socket2::SockRef;
+
+use crate::fd::SharedFd;
+
+/// The socket's own address (`getsockname(2)`).
+fn local_addr(fd: &SharedFd) -> io::Result<SocketAddr> {
+    SocketAddr::from_sockaddr(SockRef::from(fd).local_addr()?)
+}
+
+/// The connected peer's address (`getpeername(2)`); `NotConnected` if there is none.
+fn peer_addr(fd: &SharedFd) -> io::Result<SocketAddr> {
+    SocketAddr::from_sockaddr(SockRef::from(fd).peer_addr()?)
+}
+
+/// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field.
+macro_rules! impl_as_fd {
+    ($($ty:ty),* $(,)?) => {$(
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                self.fd.raw()
+            }
+        }
+
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.fd)
+            }
+        }
+    )*};
+}
+
+/// `AsyncRead` and `AsyncBufRead` for a type with `fd: SharedFd` and `read: ReadState`
+/// fields, forwarding to the shared read state (`io::poll`).
+macro_rules! impl_async_read {
+    ($($ty:ty),* $(,)?) => {$(
+        impl futures::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.read.poll_read(&this.fd, cx, buf)
+            }
+        }
+
+        impl futures::io::AsyncBufRead for $ty {
+            fn poll_fill_buf(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<&[u8]>> {
+                let this = self.get_mut();
+                this.read.poll_fill_buf(&this.fd, cx)
+            }
+
+            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+                self.get_mut().read.consume(amt);
+            }
+        }
+    )*};
+}
+
+/// `AsyncWrite` for a type with `fd: SharedFd` and `write: WriteState` fields, forwarding
+/// to the shared write state (`io::poll`).
+macro_rules! impl_async_write {
+    ($($ty:ty),* $(,)?) => {$(
+        impl futures::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.write.poll_write(&this.fd, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_flush(&this.fd, cx)
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_close(&this.fd, cx)
+            }
+        }
+    )*};
+}
+
+use {impl_as_fd, impl_async_read, impl_async_write};

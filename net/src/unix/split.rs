@@ -1,0 +1,117 @@
+//! The owned halves of a `UnixStream`, for a reader task and a writer task on one core.
+//!
+//! Both halves share the socket's fd (an `Rc`: they are `!Send`, as tasks on one core need
+//! not be); it closes when both are dropped. Dropping the write half does not shut the
+//! connection down: call [`OwnedWriteHalf::shutdown`] (or `poll_close`) to send end of stream.
+
+use std::error::Error;
+use std::fmt;
+use std::io;
+use std::net::Shutdown;
+
+use runtime::buf::{IoBuf, IoBufMut};
+
+use crate::fd::SharedFd;
+use crate::io::{self as sio, ReadState, WriteState};
+use crate::ops;
+use crate::unix::{impl_as_fd, impl_async_read, impl_async_write, SocketAddr, UnixStream};
+
+/// The read half of a [`UnixStream`], from [`UnixStream::into_split`].
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    fd: SharedFd,
+    read: ReadState,
+}
+
+/// The write half of a [`UnixStream`], from [`UnixStream::into_split`].
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    fd: SharedFd,
+    write: WriteState,
+}
+
+/// The halves given to [`OwnedReadHalf::reunite`] were split from different streams.
+#[derive(Debug)]
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tried to reunite halves of different Unix streams")
+    }
+}
+
+impl Error for ReuniteError {}
+
+impl OwnedReadHalf {
+    pub(crate) fn new(fd: SharedFd, read: ReadState) -> OwnedReadHalf {
+        OwnedReadHalf { fd, read }
+    }
+
+    /// Reads once into `buf`; as [`UnixStream::read`].
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::read(&self.fd, buf).await
+    }
+
+    /// Reads until `buf` is full; as [`UnixStream::read_exact`].
+    pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::read_exact(&self.fd, buf).await
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        super::peer_addr(&self.fd)
+    }
+
+    /// The socket's own address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        super::local_addr(&self.fd)
+    }
+
+    /// Puts the halves back together, if they came from one stream.
+    // The error hands both halves back, as the stream itself would be: boxing them would
+    // cost an allocation for a mistake that is rare.
+    #[allow(clippy::result_large_err)]
+    pub fn reunite(self, write: OwnedWriteHalf) -> Result<UnixStream, ReuniteError> {
+        if self.fd.same(&write.fd) {
+            drop(write.fd);
+            Ok(UnixStream::from_parts(self.fd, self.read, write.write))
+        } else {
+            Err(ReuniteError(self, write))
+        }
+    }
+}
+
+impl OwnedWriteHalf {
+    pub(crate) fn new(fd: SharedFd, write: WriteState) -> OwnedWriteHalf {
+        OwnedWriteHalf { fd, write }
+    }
+
+    /// Writes once; as [`UnixStream::write`].
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::write(&self.fd, buf).await
+    }
+
+    /// Writes all of `buf`; as [`UnixStream::write_all`].
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::write_all(&self.fd, buf).await
+    }
+
+    /// Shuts down a direction of the connection; as [`UnixStream::shutdown`].
+    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        ops::shutdown(&self.fd, how).await
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        super::peer_addr(&self.fd)
+    }
+
+    /// The socket's own address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        super::local_addr(&self.fd)
+    }
+}
+
+impl_as_fd!(OwnedReadHalf, OwnedWriteHalf);
+impl_async_read!(OwnedReadHalf);
+impl_async_write!(OwnedWriteHalf);

@@ -1,0 +1,169 @@
+//! `UnixStream`: a connected Unix stream socket; `connect(2)`, `recv(2)`, `send(2)` and
+//! `shutdown(2)` through the ring.
+//!
+//! The same two interfaces as `TcpStream`, on the same shared code: owned-buffer methods
+//! (`read`, `write`, ...: one op per call, the buffer given back; `io::owned`) and
+//! `futures::io` traits (an internal buffer per direction; `io::poll`). Do not interleave
+//! reads of both kinds: bytes `AsyncRead` has buffered are not seen by `read`.
+
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use runtime::buf::{IoBuf, IoBufMut};
+use socket2::{Domain, Socket, Type};
+
+use crate::error::context;
+use crate::fd::SharedFd;
+use crate::io::{self as sio, ReadState, WriteState};
+use crate::ops;
+use crate::unix::{
+    impl_as_fd, impl_async_read, impl_async_write, OwnedReadHalf, OwnedWriteHalf, SocketAddr,
+};
+
+/// A connected Unix stream socket.
+///
+/// The socket is closed once, when the stream (or both halves of [`into_split`]) and every
+/// op still in the kernel for it are dropped. Dropping it cancels its ops in flight: flush
+/// (or close) an `AsyncWrite` before dropping.
+///
+/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`) shadow the
+/// `futures::io` extension methods of the same names; call those as
+/// `AsyncWriteExt::write_all(&mut stream, bytes)`.
+///
+/// [`into_split`]: UnixStream::into_split
+#[derive(Debug)]
+pub struct UnixStream {
+    fd: SharedFd,
+    read: ReadState,
+    write: WriteState,
+}
+
+impl UnixStream {
+    pub(crate) fn from_fd(fd: OwnedFd) -> UnixStream {
+        UnixStream::from_parts(
+            SharedFd::new(fd),
+            ReadState::default(),
+            WriteState::default(),
+        )
+    }
+
+    pub(crate) fn from_parts(fd: SharedFd, read: ReadState, write: WriteState) -> UnixStream {
+        UnixStream { fd, read, write }
+    }
+
+    /// Connects to the socket at the filesystem path `path` (one `IORING_OP_CONNECT`).
+    ///
+    /// A bad path is `InvalidInput` (see [`SocketAddr::from_pathname`]); no socket there is
+    /// `NotFound`, a socket nobody listens on `ConnectionRefused`. Errors name the path and
+    /// keep their kind.
+    pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        UnixStream::connect_addr(&SocketAddr::from_pathname(path)?).await
+    }
+
+    /// Connects to `addr`: a path or an abstract name.
+    pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        let connect = async {
+            let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+            let fd = SharedFd::new(socket.into());
+            ops::connect_to(&fd, addr.to_buf()).await?;
+            Ok(fd)
+        };
+        let fd = connect
+            .await
+            .map_err(|e: io::Error| context(e, format!("connect to {addr}")))?;
+        Ok(UnixStream::from_parts(
+            fd,
+            ReadState::default(),
+            WriteState::default(),
+        ))
+    }
+
+    /// A pair of connected, unnamed streams (`socketpair(2)`).
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = Socket::pair(Domain::UNIX, Type::STREAM, None)?;
+        Ok((UnixStream::from_fd(a.into()), UnixStream::from_fd(b.into())))
+    }
+
+    /// Reads once into `buf` (up to its total length, from its start) and gives it back with
+    /// the count; `Ok(0)` is end of stream. A zero-length buffer gives `Ok(0)` at once.
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::read(&self.fd, buf).await
+    }
+
+    /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if
+    /// the stream ends first.
+    pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::read_exact(&self.fd, buf).await
+    }
+
+    /// Writes `buf`'s initialised bytes once and gives it back with the count (maybe short).
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        sio::write(&self.fd, buf).await
+    }
+
+    /// Writes all of `buf`'s initialised bytes.
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        sio::write_all(&self.fd, buf).await
+    }
+
+    /// Shuts down the read direction, the write direction (the peer reads end of stream
+    /// after the bytes sent so far) or both.
+    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        ops::shutdown(&self.fd, how).await
+    }
+
+    /// Splits the stream into a read half and a write half, each usable from its own task
+    /// on this core (both are `!Send`); bytes `AsyncRead` buffered move to the read half.
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let UnixStream { fd, read, write } = self;
+        (
+            OwnedReadHalf::new(fd.clone(), read),
+            OwnedWriteHalf::new(fd, write),
+        )
+    }
+
+    /// The socket's own address (unnamed unless it was bound).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        super::local_addr(&self.fd)
+    }
+
+    /// The peer's address (for a connected client: the listener's path).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        super::peer_addr(&self.fd)
+    }
+
+    /// Wraps a connected std stream; it is set to blocking mode, which the ring expects.
+    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        stream.set_nonblocking(false)?;
+        Ok(UnixStream::from_fd(stream.into()))
+    }
+
+    /// The std stream (in blocking mode). Ops in flight are cancelled and bytes buffered for
+    /// `AsyncRead` are lost; if a dropped op is still in the kernel, this is a duplicate of
+    /// the fd (`F_DUPFD_CLOEXEC`), which can fail.
+    pub fn into_std(self) -> io::Result<std::os::unix::net::UnixStream> {
+        let UnixStream { fd, read, write } = self;
+        drop((read, write));
+        Ok(fd.into_owned()?.into())
+    }
+}
+
+impl_as_fd!(UnixStream);
+impl_async_read!(UnixStream);
+impl_async_write!(UnixStream);
+
+impl IntoRawFd for UnixStream {
+    /// The fd, now the caller's to close.
+    ///
+    /// # Panics
+    /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
+    /// [`into_std`](UnixStream::into_std) to get that error instead.
+    fn into_raw_fd(self) -> RawFd {
+        match self.into_std() {
+            Ok(s) => s.into_raw_fd(),
+            Err(e) => panic!("UnixStream::into_raw_fd: duplicating the fd failed: {e}"),
+        }
+    }
+}
