@@ -3,6 +3,7 @@
 //! Each op's data owns what its SQE points at (buffers, a boxed `sockaddr`) and a
 //! [`SharedFd`](crate::fd::SharedFd) clone of the socket (see that module's invariant).
 //! Grouped by the kernel that first has them:
+//! - 5.1: `READV`, `WRITEV`
 //! - 5.3: `SENDMSG`, `RECVMSG` (datagrams with an address: UDP, Unix)
 //! - 5.5: `ACCEPT`, `CONNECT`
 //! - 5.6: `SEND`, `RECV`
@@ -10,7 +11,7 @@
 //! - 5.19: multishot `ACCEPT`
 //! - 6.0: multishot `RECV` with a provided-buffer ring
 //!
-//! Still to come here: `SEND_ZC` (6.0).
+//! - 6.0: `SEND_ZC`
 
 mod accept;
 mod connect;
@@ -19,8 +20,10 @@ mod recv;
 mod recv_multi;
 mod recvmsg;
 mod send;
+mod send_zc;
 mod sendmsg;
 mod shutdown;
+mod vectored;
 
 pub(crate) use accept::{accept, accept_multi, AcceptMulti};
 pub(crate) use connect::{connect, connect_to};
@@ -28,5 +31,7 @@ pub(crate) use recv::{recv, Recv};
 pub(crate) use recv_multi::{recv_multi, RecvMulti};
 pub(crate) use recvmsg::recv_msg;
 pub(crate) use send::{send, Send};
+pub(crate) use send_zc::send_zc;
 pub(crate) use sendmsg::send_msg;
 pub(crate) use shutdown::{shutdown, Shutdown};
+pub(crate) use vectored::{readv, writev};

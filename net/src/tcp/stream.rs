@@ -105,6 +105,35 @@ impl TcpStream {
         sio::write_all(&self.fd, buf).await
     }
 
+    /// Reads once into `bufs` in order (one `IORING_OP_READV`), each up to its total length;
+    /// gives them back with the total count. Empty buffers give `Ok(0)` at once.
+    pub async fn readv<B: IoBufMut>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+        if bufs.iter().all(|b| b.bytes_total() == 0) {
+            return (Ok(0), bufs);
+        }
+        ops::readv(&self.fd, bufs).await
+    }
+
+    /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_WRITEV`; the
+    /// count may be short). Empty buffers give `Ok(0)` at once.
+    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+        if bufs.iter().all(|b| b.bytes_init() == 0) {
+            return (Ok(0), bufs);
+        }
+        ops::writev(&self.fd, bufs).await
+    }
+
+    /// Sends `buf`'s initialised bytes once without copying them into the kernel
+    /// (`IORING_OP_SEND_ZC`, Linux 6.0); the buffer comes back when the kernel is done with
+    /// it. Pays for large buffers on real NICs; on loopback the kernel copies anyway (see
+    /// the README's figures). The count may be short.
+    pub async fn send_zc<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        if buf.bytes_init() == 0 {
+            return (Ok(0), buf);
+        }
+        ops::send_zc(&self.fd, buf).await
+    }
+
     /// Shuts down the read direction, the write direction (the peer reads end of stream
     /// after the bytes sent so far) or both.
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {

@@ -218,6 +218,8 @@ enum State<T> {
         key: usize,
         core: executor::CoreId,
     },
+    /// A multishot op's final CQE was yielded: the kernel is done with the data.
+    Finished(T),
     /// The output was returned.
     Done,
 }
@@ -390,8 +392,23 @@ impl<T: 'static> MultiOp<T> {
     /// The op's data. `None` after the final CQE was yielded.
     pub fn data(&self) -> Option<&T> {
         match &self.state {
-            State::Unsubmitted { data, .. } | State::Submitted { data, .. } => Some(data),
+            State::Unsubmitted { data, .. }
+            | State::Submitted { data, .. }
+            | State::Finished(data) => Some(data),
             State::Done => None,
+        }
+    }
+
+    /// The op's data back, once the kernel is done with it: after the final CQE was
+    /// yielded, or if the op was never submitted. `None` while it is in flight (dropping
+    /// the op then hands the data to the driver until the final CQE).
+    pub fn into_data(mut self) -> Option<T> {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Finished(data) | State::Unsubmitted { data, .. } => Some(data),
+            other => {
+                self.state = other;
+                None
+            }
         }
     }
 
@@ -418,7 +435,7 @@ impl<T: 'static> MultiOp<T> {
                 *owner == core,
                 "an io_uring op was polled on a different core than the one it was submitted on"
             ),
-            State::Done => return Poll::Ready(None),
+            State::Finished(_) | State::Done => return Poll::Ready(None),
         }
         let State::Submitted { key, .. } = &self.state else {
             unreachable!()
@@ -429,7 +446,11 @@ impl<T: 'static> MultiOp<T> {
             Poll::Ready(cqe) => {
                 ready.made_progress();
                 if !cqe.more() {
-                    self.state = State::Done;
+                    if let State::Submitted { data, .. } =
+                        std::mem::replace(&mut self.state, State::Done)
+                    {
+                        self.state = State::Finished(data);
+                    }
                 }
                 Poll::Ready(Some(cqe))
             }

@@ -1,0 +1,103 @@
+//! `IORING_OP_READV` and `IORING_OP_WRITEV`: scatter/gather over several owned buffers.
+//! See `readv(2)`, `writev(2)`.
+//!
+//! The op's data owns the buffers and a boxed `iovec` array pointing into them; the SQE
+//! points at the array. Both stay put when the data moves (heap blocks), as the op API
+//! requires.
+
+use std::io;
+
+use io_uring::{opcode, types};
+use runtime::buf::{IoBuf, IoBufMut};
+use runtime::driver::{Completable, Cqe, Op};
+
+use crate::fd::SharedFd;
+
+/// The data of a vectored read or write: the socket, the buffers, their iovecs.
+pub(crate) struct Vectored<B> {
+    _fd: SharedFd,
+    bufs: Vec<B>,
+    _iovecs: Box<[libc::iovec]>,
+    read: bool,
+}
+
+impl<B: IoBufMut> Completable for Vectored<B> {
+    type Output = (io::Result<usize>, Vec<B>);
+
+    fn complete(self, cqe: Cqe) -> Self::Output {
+        let mut bufs = self.bufs;
+        let res = cqe.result.map(|n| {
+            if self.read {
+                // The kernel filled the buffers in order.
+                let mut left = n as usize;
+                for b in bufs.iter_mut() {
+                    let take = left.min(b.bytes_total());
+                    // SAFETY: the kernel wrote `take` bytes at the start of this buffer.
+                    unsafe { b.set_init(take) };
+                    left -= take;
+                }
+            }
+            n as usize
+        });
+        (res, bufs)
+    }
+}
+
+/// The data of a vectored write, whose buffers need only be readable.
+pub(crate) struct VectoredWrite<B> {
+    _fd: SharedFd,
+    bufs: Vec<B>,
+    _iovecs: Box<[libc::iovec]>,
+}
+
+impl<B: IoBuf> Completable for VectoredWrite<B> {
+    type Output = (io::Result<usize>, Vec<B>);
+
+    fn complete(self, cqe: Cqe) -> Self::Output {
+        (cqe.result.map(|n| n as usize), self.bufs)
+    }
+}
+
+/// Reads from `fd` into `bufs` in order (each up to its total length).
+pub(crate) fn readv<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>) -> Op<Vectored<B>> {
+    let iovecs: Box<[libc::iovec]> = bufs
+        .iter_mut()
+        .map(|b| libc::iovec {
+            iov_base: b.stable_mut_ptr().cast(),
+            iov_len: b.bytes_total(),
+        })
+        .collect();
+    let sqe = opcode::Readv::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
+        .offset(u64::MAX)
+        .build();
+    let data = Vectored {
+        _fd: fd.clone(),
+        bufs,
+        _iovecs: iovecs,
+        read: true,
+    };
+    // SAFETY: the SQE points at the boxed iovecs, which point into the buffers' stable
+    // blocks; the data owns all of them.
+    unsafe { Op::new(data, sqe) }
+}
+
+/// Writes the initialised bytes of `bufs` to `fd`, in order.
+pub(crate) fn writev<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> Op<VectoredWrite<B>> {
+    let iovecs: Box<[libc::iovec]> = bufs
+        .iter()
+        .map(|b| libc::iovec {
+            iov_base: b.stable_ptr() as *mut libc::c_void,
+            iov_len: b.bytes_init(),
+        })
+        .collect();
+    let sqe = opcode::Writev::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
+        .offset(u64::MAX)
+        .build();
+    let data = VectoredWrite {
+        _fd: fd.clone(),
+        bufs,
+        _iovecs: iovecs,
+    };
+    // SAFETY: as for `readv`; the kernel only reads.
+    unsafe { Op::new(data, sqe) }
+}
