@@ -1,0 +1,14 @@
+//! The first example from README.md, compiled with the tests so the README stays true.
+
+use std::time::Duration;
+
+#[runtime::main]
+async fn main() -> std::io::Result<()> {
+    let task = runtime::spawn_local(async {
+        runtime::sleep(Duration::from_millis(10)).await;
+        runtime::nop().await
+    });
+    task.await??;
+    println!("granted: {:?}", runtime::stats());
+    Ok(())
+}
