@@ -9,6 +9,6 @@ async fn main() -> std::io::Result<()> {
         runtime::nop().await
     });
     task.await??;
-    println!("granted: {:?}", runtime::stats());
+    println!("stats: {:?}", runtime::stats());
     Ok(())
 }
