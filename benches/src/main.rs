@@ -5,10 +5,14 @@
 //! max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS; the rules are in
 //! `shared/BENCHMARKS.md`. Pin the process for stable figures: `taskset -c 0 bench all`.
 
+mod accept;
+mod echo;
 mod harness;
 mod nop;
 mod raw;
+mod raw_echo;
 mod report;
+mod server;
 mod spawn;
 
 use std::io;
@@ -20,6 +24,8 @@ usage: bench <subcommand> [--quick] [--runs N] [--seconds S]
 subcommands:
   nop     32 IORING_OP_NOP in flight: raw ring vs this runtime
   spawn   spawn + join of an empty task: this runtime vs tokio current-thread
+  accept  10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
+  echo    connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
   all     every benchmark above, in order
 
 options:
@@ -46,15 +52,19 @@ pub struct Opts {
 enum Bench {
     Nop,
     Spawn,
+    Accept,
+    Echo,
 }
 
 impl Bench {
-    const ALL: [Bench; 2] = [Bench::Nop, Bench::Spawn];
+    const ALL: [Bench; 4] = [Bench::Nop, Bench::Spawn, Bench::Accept, Bench::Echo];
 
     fn run(self, opts: &Opts) -> io::Result<()> {
         match self {
             Bench::Nop => nop::run(opts),
             Bench::Spawn => spawn::run(opts),
+            Bench::Accept => accept::run(opts),
+            Bench::Echo => echo::run(opts),
         }
     }
 
@@ -62,6 +72,8 @@ impl Bench {
         match self {
             Bench::Nop => "nop",
             Bench::Spawn => "spawn",
+            Bench::Accept => "accept",
+            Bench::Echo => "echo",
         }
     }
 }

@@ -70,6 +70,11 @@ impl RawRing {
         self.flags
     }
 
+    /// The ring itself, for loops written elsewhere (`raw_echo.rs`).
+    pub fn ring(&mut self) -> &mut IoUring {
+        &mut self.ring
+    }
+
     /// Completes `count` NOPs keeping `depth` in flight: push `depth` NOPs, one
     /// `submit_and_wait(depth)`, drain the CQ, repeat.
     pub fn nops(&mut self, count: u64, depth: usize) -> io::Result<Measure> {

@@ -176,23 +176,9 @@ impl Table {
                 format_kib(s.peak_rss_kib),
             ]);
         }
-        let ncol = rows[0].len();
-        let widths: Vec<usize> = (0..ncol)
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-            .collect();
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.title);
-        for row in &rows {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                if c == 0 {
-                    let _ = write!(line, "  {cell:<w$}", w = widths[c]);
-                } else {
-                    let _ = write!(line, "  {cell:>w$}", w = widths[c]);
-                }
-            }
-            let _ = writeln!(out, "{}", line.trim_end());
-        }
+        out.push_str(&render_grid(&rows, 2));
         for note in &self.notes {
             let _ = writeln!(out, "  {note}");
         }
@@ -206,6 +192,33 @@ impl Table {
             .map(|m| self.metric.value(m))
             .collect()
     }
+}
+
+/// Aligns `rows` (the first is the header) in columns, the first left-aligned and the others
+/// right-aligned, each line indented by `indent` spaces.
+pub fn render_grid(rows: &[Vec<String>], indent: usize) -> String {
+    let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..ncol)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |cell| cell.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = " ".repeat(indent.saturating_sub(2));
+        for (c, cell) in row.iter().enumerate() {
+            if c == 0 {
+                let _ = write!(line, "  {cell:<w$}", w = widths[c]);
+            } else {
+                let _ = write!(line, "  {cell:>w$}", w = widths[c]);
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
 }
 
 /// Sums of the runtime's counters (`runtime::Stats` deltas) over a contestant's runs, to show
