@@ -1,0 +1,403 @@
+//! [`File`]: an open file whose every operation is an io_uring op.
+//!
+//! Reads and writes name their position (`pread`/`pwrite` style) and take owned buffers,
+//! giving them back with the result: `read_at(buf, pos) -> (io::Result<usize>, buf)`. The
+//! file's fd is a [`SharedFd`]; every op holds a clone until its final CQE (see
+//! `crate::fd`), so a dropped op never reads or writes a reused fd number, and the fd is
+//! closed when the last clone goes.
+//!
+//! # Direct I/O
+//! A file opened with `O_DIRECT` remembers the alignment the kernel asks for (`statx(2)`'s
+//! `STATX_DIOALIGN`, Linux 6.1; 512 bytes where the kernel does not say). Each read and
+//! write then checks the buffer address, the length and the file offset before submitting
+//! anything, and gives `InvalidInput` for an unaligned one rather than the kernel's bare
+//! `EINVAL`. [`AlignedBuf`](crate::AlignedBuf) gives aligned buffers.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use runtime::buf::{IoBuf, IoBufMut};
+
+use crate::fd::SharedFd;
+use crate::metadata::Metadata;
+use crate::open_options::OpenOptions;
+use crate::ops;
+
+/// The alignments direct I/O on a file needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DirectAlign {
+    /// Of buffer addresses.
+    mem: u64,
+    /// Of file offsets and lengths.
+    offset: u64,
+}
+
+/// What is assumed where the kernel does not report direct I/O alignment: the smallest
+/// logical block size.
+const FALLBACK_DIO_ALIGN: u64 = 512;
+
+impl DirectAlign {
+    /// Asks the kernel (`STATX_DIOALIGN`) what direct I/O on `fd` needs.
+    pub(crate) async fn probe(fd: &SharedFd) -> DirectAlign {
+        match ops::statx_fd(fd, libc::STATX_DIOALIGN).await {
+            Ok(meta) => match meta.dio_align() {
+                Some((mem, offset)) => DirectAlign {
+                    mem: u64::from(mem),
+                    offset: u64::from(offset),
+                },
+                None => DirectAlign::fallback(),
+            },
+            Err(_) => DirectAlign::fallback(),
+        }
+    }
+
+    fn fallback() -> DirectAlign {
+        DirectAlign {
+            mem: FALLBACK_DIO_ALIGN,
+            offset: FALLBACK_DIO_ALIGN,
+        }
+    }
+
+    /// `InvalidInput` unless `addr`, `len` and `pos` meet the alignment.
+    fn check(&self, addr: usize, len: usize, pos: u64) -> io::Result<()> {
+        if addr as u64 % self.mem != 0 || len as u64 % self.offset != 0 || pos % self.offset != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "O_DIRECT needs the buffer address aligned to {} and the length and file \
+                     offset to {}: got address {addr:#x}, length {len}, offset {pos}",
+                    self.mem, self.offset
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Positions past `i64::MAX` are negative to the kernel (and `-1` would mean "the current
+/// position"): refused before submission.
+fn check_pos(pos: u64) -> io::Result<()> {
+    if pos > i64::MAX as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("file offset {pos} is past i64::MAX"),
+        ));
+    }
+    Ok(())
+}
+
+/// An open file on the io_uring runtime.
+///
+/// All I/O is positional and uses owned buffers (any [`IoBuf`]/[`IoBufMut`]: `Vec<u8>`,
+/// `Box<[u8]>`, [`AlignedBuf`](crate::AlignedBuf), slices of them). Methods take `&self`, so
+/// several reads and writes of one file may be in flight at once (share it in an `Rc`).
+/// Dropping the file closes its fd once no op of it is still in the kernel; [`close`]
+/// closes it through the ring and reports the kernel's answer.
+///
+/// A file and its op futures belong to the core that opened it.
+///
+/// [`close`]: File::close
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("fs-doc-file-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("data");
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let file = fs::OpenOptions::new()
+///         .read(true)
+///         .write(true)
+///         .create(true)
+///         .open(&path)
+///         .await?;
+///     let (res, _) = file.write_all_at(b"hello, ring".to_vec(), 0).await;
+///     res?;
+///     file.sync_data().await?;
+///     let (res, buf) = file.read_at(Vec::with_capacity(64), 7).await;
+///     assert_eq!(res?, 4);
+///     assert_eq!(buf, b"ring");
+///     file.close().await
+/// })?;
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct File {
+    fd: SharedFd,
+    direct: Option<DirectAlign>,
+}
+
+impl fmt::Debug for File {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("File")
+            .field("fd", &self.fd.raw())
+            .field("direct", &self.direct.is_some())
+            .finish()
+    }
+}
+
+impl File {
+    pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>) -> File {
+        File { fd, direct }
+    }
+
+    /// Opens an existing file for reading.
+    ///
+    /// A missing file is `NotFound`, with the path in the message.
+    pub async fn open(path: impl AsRef<std::path::Path>) -> io::Result<File> {
+        OpenOptions::new().read(true).open(path).await
+    }
+
+    /// Opens a file for writing only, creating it if missing and truncating it if not.
+    pub async fn create(path: impl AsRef<std::path::Path>) -> io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .await
+    }
+
+    /// A builder of options to open a file with; the same as [`OpenOptions::new`].
+    pub fn options() -> OpenOptions {
+        OpenOptions::new()
+    }
+
+    /// Whether the file was opened with `O_DIRECT` (reads and writes check alignment).
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    fn check_direct(&self, addr: *const u8, len: usize, pos: u64) -> io::Result<()> {
+        check_pos(pos)?;
+        match &self.direct {
+            Some(align) => align.check(addr as usize, len, pos),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads into `buf` (up to its total length, from its start) at byte `pos` of the file;
+    /// gives back the count (0 at the end of the file) and the buffer.
+    ///
+    /// The kernel's errors are returned as they are (`EBADF` for a file not opened for
+    /// reading, say), so `raw_os_error()` matches them.
+    pub async fn read_at<B: IoBufMut>(&self, buf: B, pos: u64) -> (io::Result<usize>, B) {
+        if let Err(e) = self.check_direct(buf.stable_ptr(), buf.bytes_total(), pos) {
+            return (Err(e), buf);
+        }
+        ops::read_at(&self.fd, buf, pos).await
+    }
+
+    /// Reads until `buf` is full (its total length) from `pos`; the end of the file before
+    /// that is `UnexpectedEof`. Gives back the buffer, filled as far as the reads got.
+    pub async fn read_exact_at<B: IoBufMut>(&self, mut buf: B, pos: u64) -> (io::Result<()>, B) {
+        let total = buf.bytes_total();
+        let mut filled = 0;
+        while filled < total {
+            let Some(at) = pos.checked_add(filled as u64) else {
+                return (Err(check_pos(u64::MAX).unwrap_err()), buf);
+            };
+            let (res, slice) = self.read_at(buf.slice(filled..), at).await;
+            buf = slice.into_inner();
+            match res {
+                Ok(0) => {
+                    return (
+                        Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            format!("end of file after {filled} of {total} bytes"),
+                        )),
+                        buf,
+                    )
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (Err(e), buf),
+            }
+        }
+        (Ok(()), buf)
+    }
+
+    /// Writes `buf`'s initialised bytes at byte `pos`; gives back the count written and the
+    /// buffer. On a file opened for appending the kernel writes at the end, whatever `pos`.
+    ///
+    /// The kernel's errors are returned as they are (`EBADF` for a file opened read-only).
+    pub async fn write_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<usize>, B) {
+        if let Err(e) = self.check_direct(buf.stable_ptr(), buf.bytes_init(), pos) {
+            return (Err(e), buf);
+        }
+        ops::write_at(&self.fd, buf, pos).await
+    }
+
+    /// Writes all of `buf`'s initialised bytes from `pos`, in as many writes as it takes; a
+    /// write of 0 bytes is `WriteZero`.
+    pub async fn write_all_at<B: IoBuf>(&self, mut buf: B, pos: u64) -> (io::Result<()>, B) {
+        let total = buf.bytes_init();
+        let mut done = 0;
+        while done < total {
+            let Some(at) = pos.checked_add(done as u64) else {
+                return (Err(check_pos(u64::MAX).unwrap_err()), buf);
+            };
+            let (res, slice) = self.write_at(buf.slice(done..total), at).await;
+            buf = slice.into_inner();
+            match res {
+                Ok(0) => {
+                    return (
+                        Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            format!("wrote 0 bytes after {done} of {total}"),
+                        )),
+                        buf,
+                    )
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (Err(e), buf),
+            }
+        }
+        (Ok(()), buf)
+    }
+
+    fn check_direct_vectored(
+        &self,
+        iov: impl Iterator<Item = (*const u8, usize)>,
+        pos: u64,
+    ) -> io::Result<()> {
+        check_pos(pos)?;
+        if let Some(align) = &self.direct {
+            for (addr, len) in iov {
+                align.check(addr as usize, len, pos)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads at `pos` into `bufs` in order, each up to its total length (`preadv(2)`); gives
+    /// back the total count and the buffers.
+    pub async fn readv_at<B: IoBufMut>(
+        &self,
+        bufs: Vec<B>,
+        pos: u64,
+    ) -> (io::Result<usize>, Vec<B>) {
+        let iov = bufs.iter().map(|b| (b.stable_ptr(), b.bytes_total()));
+        if let Err(e) = self.check_direct_vectored(iov, pos) {
+            return (Err(e), bufs);
+        }
+        ops::readv_at(&self.fd, bufs, pos).await
+    }
+
+    /// Writes the initialised bytes of `bufs` in order at `pos` (`pwritev(2)`); gives back
+    /// the total count (possibly short) and the buffers.
+    pub async fn writev_at<B: IoBuf>(&self, bufs: Vec<B>, pos: u64) -> (io::Result<usize>, Vec<B>) {
+        let iov = bufs.iter().map(|b| (b.stable_ptr(), b.bytes_init()));
+        if let Err(e) = self.check_direct_vectored(iov, pos) {
+            return (Err(e), bufs);
+        }
+        ops::writev_at(&self.fd, bufs, pos).await
+    }
+
+    /// Flushes the file's data and metadata to the device (`fsync(2)`).
+    pub async fn sync_all(&self) -> io::Result<()> {
+        ops::fsync(&self.fd, false).await
+    }
+
+    /// Flushes the file's data, and only the metadata needed to read it back
+    /// (`fdatasync(2)`).
+    pub async fn sync_data(&self) -> io::Result<()> {
+        ops::fsync(&self.fd, true).await
+    }
+
+    /// Starts or waits for write-out of `len` bytes from `offset` (`sync_file_range(2)`;
+    /// `len` 0 means to the end of the file). `flags` are `libc::SYNC_FILE_RANGE_*`.
+    ///
+    /// This gives no durability promise (no metadata, no device cache flush): use
+    /// [`sync_data`](File::sync_data) for that.
+    pub async fn sync_range(&self, offset: u64, len: u64, flags: u32) -> io::Result<()> {
+        check_pos(offset)?;
+        // The SQE's length is 32 bits: larger ranges go in page-aligned pieces.
+        const PIECE: u64 = 1 << 30;
+        if len == 0 {
+            return ops::sync_range(&self.fd, offset, 0, flags).await;
+        }
+        let end = offset.saturating_add(len);
+        check_pos(end)?;
+        let mut at = offset;
+        while at < end {
+            let n = (end - at).min(PIECE);
+            ops::sync_range(&self.fd, at, n as u32, flags).await?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Allocates (`mode` 0), or with `libc::FALLOC_FL_*` modes punches or zeroes, `len`
+    /// bytes from `offset` (`fallocate(2)`).
+    pub async fn fallocate(&self, offset: u64, len: u64, mode: i32) -> io::Result<()> {
+        check_pos(offset)?;
+        ops::fallocate(&self.fd, offset, len, mode).await
+    }
+
+    /// Sets the file's length, cutting it or extending it with a hole
+    /// (`IORING_OP_FTRUNCATE`, Linux 6.9).
+    pub async fn set_len(&self, len: u64) -> io::Result<()> {
+        check_pos(len)?;
+        ops::ftruncate(&self.fd, len).await
+    }
+
+    /// The file's metadata (`statx(2)` on the fd, with `AT_EMPTY_PATH`).
+    pub async fn metadata(&self) -> io::Result<Metadata> {
+        ops::statx_fd(&self.fd, 0).await
+    }
+
+    /// Closes the file through the ring (`IORING_OP_CLOSE`) and reports what the kernel
+    /// said (a failed write-back on some filesystems shows only here).
+    ///
+    /// If an op of this file was dropped while in the kernel, its data still holds the fd
+    /// until its CQE arrives (soon: the drop cancelled it); `close` waits for that, up to
+    /// about a second. Past that it leaves the fd to be closed when the op finishes, and
+    /// returns `Ok`.
+    pub async fn close(self) -> io::Result<()> {
+        let mut fd = self.fd;
+        for attempt in 0..1100u32 {
+            match fd.try_unwrap() {
+                Ok(owned) => return runtime::close(owned).await,
+                Err(shared) => fd = shared,
+            }
+            // Each round trip lets the driver reap the cancelled op's final CQE.
+            if attempt < 100 {
+                runtime::nop().await?;
+            } else {
+                runtime::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        drop(fd);
+        Ok(())
+    }
+}
+
+impl AsRawFd for File {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.raw()
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl From<OwnedFd> for File {
+    /// Wraps an open fd. Its `O_DIRECT` flag, if any, is not known, so reads and writes are
+    /// not checked for alignment (the kernel answers `EINVAL` to unaligned direct I/O).
+    fn from(fd: OwnedFd) -> File {
+        File::from_parts(SharedFd::new(fd), None)
+    }
+}
+
+impl From<std::fs::File> for File {
+    /// Wraps a std file, as [`From<OwnedFd>`](#impl-From<OwnedFd>-for-File).
+    fn from(file: std::fs::File) -> File {
+        File::from(OwnedFd::from(file))
+    }
+}
