@@ -38,13 +38,14 @@ pub mod buf;
 pub mod driver;
 mod executor;
 mod macros;
+mod multi;
 mod runtime;
 mod stats;
 pub mod time;
 
 pub use driver::ops::{close, nop, read, write};
 pub use driver::RingFlags;
-pub use executor::{spawn, spawn_local, yield_now, JoinError, JoinHandle};
+pub use executor::{current_core, spawn, spawn_local, spawn_on, yield_now, JoinError, JoinHandle};
 pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;

@@ -1,17 +1,23 @@
-//! `Builder` and `Runtime`: set up one core's ring and run futures on it.
+//! `Builder` and `Runtime`: set up the cores' rings and run futures on them.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::driver::RingFlags;
-use crate::executor::{Core, JoinHandle};
+use crate::executor::{Core, CoreSet, JoinHandle};
+use crate::multi::{self, Worker};
 use crate::stats::Stats;
 
 thread_local! {
     /// Whether a runtime is alive on this thread (its ring is bound to it).
     static ALIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+pub(crate) fn set_alive(on: bool) {
+    ALIVE.with(|a| a.set(on));
 }
 
 /// Configures and builds a [`Runtime`].
@@ -27,6 +33,8 @@ pub struct Builder {
     single_issuer: bool,
     defer_taskrun: bool,
     coop_taskrun: bool,
+    cores: usize,
+    cpus: Option<Vec<usize>>,
 }
 
 impl Default for Builder {
@@ -44,7 +52,24 @@ impl Builder {
             single_issuer: true,
             defer_taskrun: true,
             coop_taskrun: true,
+            cores: 1,
+            cpus: None,
         }
+    }
+
+    /// Runs `n` cores: the building thread is core 0, and `n - 1` worker threads are started,
+    /// each with its own ring. With more than one core, every core's thread (the building
+    /// thread too) is pinned to its own CPU: the i-th allowed CPU, or the i-th of
+    /// [`Builder::cpus`].
+    pub fn cores(mut self, n: usize) -> Builder {
+        self.cores = n;
+        self
+    }
+
+    /// The CPUs to pin cores to, in core order (wrapping around if there are more cores).
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Builder {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
     }
 
     /// Submission queue entries (rounded up to a power of two by the kernel). The SQ never
@@ -110,23 +135,71 @@ impl Builder {
                  (build the second runtime on another thread, or spawn onto the first)",
             ));
         }
-        let core = Core::new(self.wanted()?)?;
+        let want = self.wanted()?;
+        if self.cores == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a runtime needs at least one core",
+            ));
+        }
+        let cpus = match &self.cpus {
+            Some(c) if c.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "Builder::cpus was given no CPU",
+                ))
+            }
+            Some(c) => c.clone(),
+            None => multi::allowed_cpus(),
+        };
+        let pin = self.cores > 1 || self.cpus.is_some();
+        let cpu_of = |i: usize| pin.then(|| cpus[i % cpus.len()]);
+        if let Some(cpu) = cpu_of(0) {
+            multi::pin_to(cpu)?;
+        }
+        let set = Arc::new(CoreSet::default());
+        let core = Core::new(want, 0, set.clone())?;
+        let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
+        for i in 1..self.cores {
+            match multi::start_worker(i, cpu_of(i), want, set.clone()) {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    for w in &workers {
+                        w.request_stop();
+                    }
+                    for w in workers {
+                        w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let mut all = vec![core.shared.clone()];
+        all.extend(workers.iter().map(|w| w.shared.clone()));
+        set.set(all);
         ALIVE.with(|a| a.set(true));
         let rt = Runtime {
             core: Rc::new(core),
+            workers,
         };
         if std::env::var_os("RUNTIME_LOG").is_some() {
-            eprintln!("runtime: ring set up with {}", rt.flags());
+            for (i, f) in rt.core_flags().iter().enumerate() {
+                eprintln!("runtime: core {i} ring set up with {f}");
+            }
         }
         Ok(rt)
     }
 }
 
-/// One core's runtime: a ring, a run queue and timers, driven by [`Runtime::block_on`].
+/// A runtime: core 0 (a ring, a run queue and timers on the building thread, driven by
+/// [`Runtime::block_on`]) and the worker cores, if [`Builder::cores`] asked for them.
 ///
-/// Not `Send`: the ring belongs to the thread that built it (SINGLE_ISSUER).
+/// Not `Send`: core 0's ring belongs to the thread that built it (SINGLE_ISSUER). Dropping
+/// the runtime stops every core, drops their tasks, cancels and reaps their ops, and joins
+/// the worker threads; a worker whose loop panicked is reported on stderr.
 pub struct Runtime {
     core: Rc<Core>,
+    workers: Vec<Worker>,
 }
 
 impl Runtime {
@@ -152,9 +225,21 @@ impl Runtime {
         self.core.spawn_outside(future)
     }
 
-    /// The setup flags the kernel granted this runtime's ring.
+    /// The setup flags the kernel granted core 0's ring.
     pub fn flags(&self) -> RingFlags {
         self.core.driver.borrow().flags()
+    }
+
+    /// The setup flags each core's ring was granted, by core index.
+    pub fn core_flags(&self) -> Vec<RingFlags> {
+        let mut v = vec![self.flags()];
+        v.extend(self.workers.iter().map(|w| w.flags));
+        v
+    }
+
+    /// How many cores the runtime runs.
+    pub fn cores(&self) -> usize {
+        1 + self.workers.len()
     }
 
     /// This runtime's counters.
@@ -177,6 +262,12 @@ pub(crate) fn core_stats(core: &Core) -> Stats {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        for w in &self.workers {
+            w.request_stop();
+        }
+        for w in self.workers.drain(..) {
+            w.join();
+        }
         self.core.shutdown();
         ALIVE.with(|a| a.set(false));
     }

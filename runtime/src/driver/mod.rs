@@ -40,6 +40,14 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 
 /// `user_data` of the armed read on the wake eventfd.
 const WAKE_TOKEN: u64 = u64::MAX - 1;
+/// `user_data` of the CQE another core's MSG_RING posts into this ring: a wake.
+const MSG_WAKE_TOKEN: u64 = u64::MAX - 2;
+/// `user_data` of this ring's own MSG_RING SQEs, minus the target core's index (their CQE
+/// only comes on failure: `IORING_MSG_RING_CQE_SKIP`).
+const MSG_SRC_BASE: u64 = u64::MAX - 16;
+const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
+/// `IORING_MSG_RING_CQE_SKIP` (Linux 6.0): no CQE in the sender's ring on success.
+const IORING_MSG_RING_CQE_SKIP: u32 = 1;
 
 /// How long shutdown waits for cancelled ops without any progress before it gives up on
 /// them (their memory is then leaked, never freed under the kernel).
@@ -69,6 +77,10 @@ pub(crate) struct Driver {
     shutting_down: bool,
     /// Ops in flight, whether the wake read is armed, and since when that is unchanged.
     shutdown_progress: (usize, bool, Instant),
+    /// Whether the kernel has `IORING_OP_MSG_RING` (5.18).
+    msg_ring_ok: bool,
+    /// Cores whose MSG_RING wake failed: the loop wakes them by eventfd.
+    failed_msg_rings: Vec<usize>,
     /// See `take_dead`.
     dead: Vec<Box<dyn std::any::Any>>,
     pub(crate) counters: DriverCounters,
@@ -78,6 +90,9 @@ impl Driver {
     /// Sets up the ring (best flags this kernel grants) and arms the wake read.
     pub(crate) fn new(want: RingFlags, wake_fd: RawFd) -> io::Result<Driver> {
         let (ring, flags) = setup::build_ring(want)?;
+        let mut probe = io_uring::Probe::new();
+        let msg_ring_ok = ring.submitter().register_probe(&mut probe).is_ok()
+            && probe.is_supported(opcode::MsgRingData::CODE);
         let mut driver = Driver {
             ring,
             ops: Slab::with_capacity(flags.sq_entries as usize),
@@ -87,6 +102,8 @@ impl Driver {
             wake_armed: false,
             woken: false,
             shutting_down: false,
+            msg_ring_ok,
+            failed_msg_rings: Vec::new(),
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
             counters: DriverCounters::default(),
@@ -206,6 +223,12 @@ impl Driver {
                         self.wake_armed = false;
                         self.woken = true;
                     }
+                    MSG_WAKE_TOKEN => self.woken = true,
+                    ud if (MSG_SRC_FLOOR..=MSG_SRC_BASE).contains(&ud) => {
+                        if res < 0 {
+                            self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+                        }
+                    }
                     key => {
                         let key = key as usize;
                         let Some(slot) = self.ops.get_mut(key) else {
@@ -249,6 +272,35 @@ impl Driver {
     /// the driver: its `Drop` may use the runtime (a buffer ring unregisters itself).
     pub(crate) fn take_dead(&mut self) -> Vec<Box<dyn std::any::Any>> {
         std::mem::take(&mut self.dead)
+    }
+
+    /// This ring's fd (the target of other cores' MSG_RING wakes).
+    pub(crate) fn ring_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.ring.as_raw_fd()
+    }
+
+    /// Sends an `IORING_OP_MSG_RING` that posts a wake CQE into the ring `target_fd` (core
+    /// `index`); false if the kernel has no MSG_RING.
+    pub(crate) fn msg_ring(&mut self, target_fd: i32, index: usize) -> bool {
+        if !self.msg_ring_ok || self.shutting_down || index > 65536 {
+            return false;
+        }
+        let sqe = opcode::MsgRingData::new(types::Fd(target_fd), 0, MSG_WAKE_TOKEN, None)
+            .opcode_flags(IORING_MSG_RING_CQE_SKIP)
+            .build()
+            .user_data(MSG_SRC_BASE - index as u64);
+        self.push(&sqe);
+        // Submitted now, not with the next park: the target's `notified` flag is already
+        // set, so this SQE is its only wake-up, and this core may not enter the kernel again
+        // soon (its block_on may be returning).
+        self.submit_now();
+        true
+    }
+
+    /// Cores whose MSG_RING wake failed since the last call.
+    pub(crate) fn take_failed_msg_rings(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.failed_msg_rings)
     }
 
     /// Whether the wake eventfd fired since the last call.

@@ -17,15 +17,16 @@
 
 pub(crate) mod coop;
 mod join;
+mod shared;
 mod task;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 use std::{io, ptr};
@@ -35,6 +36,7 @@ use slab::Slab;
 use crate::driver::{Driver, RingFlags};
 use crate::time::Timers;
 pub use join::{JoinError, JoinHandle};
+pub(crate) use shared::{CoreSet, Shared};
 use task::RawTask;
 
 /// Tasks run per loop iteration before the ring is served again.
@@ -44,79 +46,11 @@ pub(crate) const TASKS_PER_TICK: usize = 128;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CoreId(u64);
 
-/// The part of a core other threads reach: its remote queue and its wake eventfd.
-pub(crate) struct Shared {
-    id: CoreId,
-    remote: Mutex<Remote>,
-    /// Set when the eventfd was written and the loop has not drained the remote queue since.
-    notified: AtomicBool,
-    event_fd: OwnedFd,
-    remote_wakes: AtomicU64,
-}
-
-struct Remote {
-    tasks: Vec<RawTask>,
-    closed: bool,
-}
-
-impl Shared {
-    fn new() -> io::Result<Shared> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        // SAFETY: eventfd takes no pointers; the result is checked below.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(
-                e.kind(),
-                format!("eventfd for the core's wake-ups: {e}"),
-            ));
-        }
-        Ok(Shared {
-            id: CoreId(NEXT.fetch_add(1, Ordering::Relaxed)),
-            remote: Mutex::new(Remote {
-                tasks: Vec::new(),
-                closed: false,
-            }),
-            notified: AtomicBool::new(false),
-            // SAFETY: `fd` is a new eventfd that nothing else owns.
-            event_fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            remote_wakes: AtomicU64::new(0),
-        })
-    }
-
-    /// Queues a task woken from another thread and wakes the core.
-    fn push_remote(&self, task: RawTask) {
-        let mut remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
-        if remote.closed {
-            // The core is gone; the task's future was already dropped there.
-            drop(remote);
-            drop(task);
-            return;
-        }
-        remote.tasks.push(task);
-        drop(remote);
-        self.remote_wakes.fetch_add(1, Ordering::Relaxed);
-        self.notify();
-    }
-
-    /// Wakes the core's ring, once per batch of remote wakes.
-    fn notify(&self) {
-        if !self.notified.swap(true, Ordering::AcqRel) {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to the core's eventfd.
-            let n =
-                unsafe { libc::write(self.event_fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
-            // EAGAIN means the counter is saturated: the core is woken anyway.
-            debug_assert!(
-                n == 8 || io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)
-            );
-        }
-    }
-}
-
 /// One core: its ring, its queues, its timers. Lives on its thread only.
 pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
+    /// Every core of this core's runtime, for `spawn_on`.
+    pub(crate) set: Arc<CoreSet>,
     pub(crate) driver: RefCell<Driver>,
     queue: RefCell<VecDeque<RawTask>>,
     owned: RefCell<Slab<RawTask>>,
@@ -243,6 +177,80 @@ where
         .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
 }
 
+/// Spawns a `Send` future on core `core` of the current runtime (see
+/// [`Builder::cores`](crate::Builder::cores)); the handle may be awaited from any core.
+///
+/// # Panics
+/// Outside a runtime, or if the runtime has no core `core`.
+///
+/// ```
+/// let rt = runtime::Builder::new().cores(2).build().unwrap();
+/// let on = rt.block_on(async {
+///     runtime::spawn_on(1, async { runtime::current_core() }).await.unwrap()
+/// });
+/// assert_eq!(on, Some(1));
+/// ```
+pub fn spawn_on<F>(core: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_core(|c| {
+        if c.shared.index == core {
+            return c.spawn(future);
+        }
+        let Some(target) = c.set.get(core) else {
+            panic!("spawn_on({core}): this runtime has {} core(s)", c.set.len())
+        };
+        let (run, list, join) = RawTask::new(future, target.clone());
+        target.push_spawn(run, list);
+        JoinHandle::new(join)
+    })
+    .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
+}
+
+/// The index of the core this thread runs (0 for the thread that built the runtime), or
+/// `None` outside a runtime.
+pub fn current_core() -> Option<usize> {
+    with_core(|c| c.shared.index)
+}
+
+/// Wakes `target` with an `IORING_OP_MSG_RING` from the current core's ring, if this thread
+/// runs a core (other than `target`), the kernel has MSG_RING and the driver is free.
+fn msg_ring_wake(target: &Shared) -> bool {
+    with_core(|c| {
+        if std::ptr::eq(Arc::as_ptr(&c.shared), target) {
+            return false;
+        }
+        let fd = target.ring_fd.load(Ordering::Acquire);
+        if fd < 0 {
+            return false;
+        }
+        // A wake from inside the driver (while it reaps) takes the eventfd path.
+        match c.driver.try_borrow_mut() {
+            Ok(mut d) => d.msg_ring(fd, target.index),
+            Err(_) => false,
+        }
+    })
+    .unwrap_or(false)
+}
+
+/// Completes once the core's runtime asks it to stop (the loop of a worker core).
+pub(crate) async fn wait_for_stop(shared: Arc<Shared>) {
+    std::future::poll_fn(|cx| {
+        if shared.stop.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        shared.stop_waker.register(cx.waker());
+        if shared.stop.load(Ordering::Acquire) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 /// Yields to the other ready tasks once.
 ///
 /// ```
@@ -309,11 +317,13 @@ pub(crate) struct CoreCounters {
 }
 
 impl Core {
-    pub(crate) fn new(want: RingFlags) -> io::Result<Core> {
-        let shared = Arc::new(Shared::new()?);
+    pub(crate) fn new(want: RingFlags, index: usize, set: Arc<CoreSet>) -> io::Result<Core> {
+        let shared = Arc::new(Shared::new(index)?);
         let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
+        shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
             shared,
+            set,
             driver: RefCell::new(driver),
             queue: RefCell::new(VecDeque::with_capacity(256)),
             owned: RefCell::new(Slab::with_capacity(256)),
@@ -373,6 +383,9 @@ impl Core {
             if main.woken.swap(false, Ordering::AcqRel) {
                 coop::reset();
                 if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                    // Hand the kernel what the last poll queued (a MSG_RING wake of another
+                    // core, say) before this thread stops entering it.
+                    self.driver.borrow_mut().park(false, None);
                     return v;
                 }
             }
@@ -417,22 +430,27 @@ impl Core {
         driver.reap();
         driver.take_woken();
         let dead = driver.take_dead();
+        let failed = driver.take_failed_msg_rings();
         drop(driver);
         drop(dead);
+        for index in failed {
+            if let Some(target) = self.set.get(index) {
+                target.wake_by_eventfd();
+            }
+        }
         *self.spare_wakers.borrow_mut() = wakers;
     }
 
     fn drain_remote(&self) {
-        self.shared.notified.store(false, Ordering::SeqCst);
-        let tasks = std::mem::take(
-            &mut self
-                .shared
-                .remote
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .tasks,
-        );
-        self.queue.borrow_mut().extend(tasks);
+        let drained = self.shared.drain();
+        let mut queue = self.queue.borrow_mut();
+        for (run, list) in drained.spawns {
+            // Spawned from another thread: it joins this core's task list here.
+            let key = self.owned.borrow_mut().insert(list);
+            run.set_owned_key(key);
+            queue.push_back(run);
+        }
+        queue.extend(drained.tasks);
     }
 
     /// Drops every task, closes the remote queue, cancels and reaps every op.
@@ -450,12 +468,13 @@ impl Core {
         }
         let queued: Vec<RawTask> = self.queue.borrow_mut().drain(..).collect();
         drop(queued);
-        let remote = {
-            let mut r = self.shared.remote.lock().unwrap_or_else(|e| e.into_inner());
-            r.closed = true;
-            std::mem::take(&mut r.tasks)
-        };
-        drop(remote);
+        self.shared.ring_fd.store(-1, Ordering::Release);
+        let left = self.shared.close();
+        drop(left.tasks);
+        for (run, list) in left.spawns {
+            drop(run);
+            list.shutdown();
+        }
         let timers = std::mem::take(&mut *self.timers.borrow_mut());
         drop(timers);
         self.driver.borrow_mut().shutdown_start();

@@ -1,0 +1,161 @@
+//! Thread-per-core: the worker threads of a runtime built with [`Builder::cores`].
+//!
+//! Core 0 is the thread that builds the runtime (it runs `block_on`); cores 1..n are worker
+//! threads, each pinned to its CPU, each creating its own ring on itself (SINGLE_ISSUER binds
+//! a ring to the thread that creates it) and running its loop until the runtime stops it.
+//! Work reaches a worker through `spawn_on` and wakes; an idle worker sleeps in
+//! `io_uring_enter`.
+//!
+//! [`Builder::cores`]: crate::Builder::cores
+
+use std::any::Any;
+use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+
+use crate::driver::RingFlags;
+use crate::executor::{self, Core, CoreSet, Shared};
+
+/// A worker core's thread, as the runtime holds it.
+pub(crate) struct Worker {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) flags: RingFlags,
+    thread: thread::JoinHandle<()>,
+}
+
+/// The CPUs this process may run on, in order.
+pub(crate) fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return vec![0];
+    }
+    // SAFETY: reads bits of the set the kernel filled.
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    if cpus.is_empty() {
+        vec![0]
+    } else {
+        cpus
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub(crate) fn pin_to(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes one bit inside the set; `cpu` is checked by the kernel below.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a live cpu_set_t of the size passed.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(
+            e.kind(),
+            format!("pinning a core to CPU {cpu}: {e}"),
+        ))
+    }
+}
+
+/// Starts worker core `index` on its own thread, pinned to `cpu`; returns once its ring
+/// exists (or failed to).
+pub(crate) fn start_worker(
+    index: usize,
+    cpu: Option<usize>,
+    want: RingFlags,
+    set: Arc<CoreSet>,
+) -> io::Result<Worker> {
+    let (tx, rx) = mpsc::channel::<io::Result<(Arc<Shared>, RingFlags)>>();
+    let thread = thread::Builder::new()
+        .name(format!("runtime-core-{index}"))
+        .spawn(move || worker_main(index, cpu, want, set, tx))
+        .map_err(|e| io::Error::new(e.kind(), format!("spawning core {index}'s thread: {e}")))?;
+    match rx.recv() {
+        Ok(Ok((shared, flags))) => Ok(Worker {
+            shared,
+            flags,
+            thread,
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(io::Error::new(e.kind(), format!("core {index}: {e}")))
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(io::Error::other(format!(
+                "core {index} died while starting"
+            )))
+        }
+    }
+}
+
+fn worker_main(
+    index: usize,
+    cpu: Option<usize>,
+    want: RingFlags,
+    set: Arc<CoreSet>,
+    tx: mpsc::Sender<io::Result<(Arc<Shared>, RingFlags)>>,
+) {
+    if let Some(cpu) = cpu {
+        if let Err(e) = pin_to(cpu) {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    }
+    let core = match Core::new(want, index, set) {
+        Ok(core) => core,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let shared = core.shared.clone();
+    let flags = core.driver.borrow().flags();
+    if tx.send(Ok((shared.clone(), flags))).is_err() {
+        return;
+    }
+    crate::runtime::set_alive(true);
+    let res = catch_unwind(AssertUnwindSafe(|| {
+        core.block_on(executor::wait_for_stop(shared))
+    }));
+    // Whatever happened, the core's tasks and ops are dropped and reaped on this thread.
+    core.shutdown();
+    drop(core);
+    crate::runtime::set_alive(false);
+    if let Err(payload) = res {
+        resume_unwind(payload);
+    }
+}
+
+impl Worker {
+    /// Asks the worker to stop.
+    pub(crate) fn request_stop(&self) {
+        self.shared.request_stop();
+    }
+
+    /// Waits for the worker's thread; a panic in its loop is reported, not propagated.
+    pub(crate) fn join(self) {
+        let index = self.shared.index;
+        if let Err(payload) = self.thread.join() {
+            eprintln!(
+                "runtime: core {index} panicked: {}",
+                panic_message(&payload)
+            );
+        }
+    }
+}
+
+fn panic_message(payload: &Box<dyn Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic payload)".to_string())
+}
