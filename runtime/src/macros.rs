@@ -77,6 +77,7 @@
 /// | Argument         | Value                                      | Default    |
 /// |------------------|--------------------------------------------|------------|
 /// | `entries = N`    | integer literal: a power of two, 1 to 32768 | the builder's |
+/// | `cores = N`      | integer literal, at least 1                 | 1             |
 /// | `crate = "path"` | string literal holding a path              | `::runtime` |
 ///
 /// - `entries` is passed to [`Builder::entries`](crate::Builder::entries):
@@ -84,9 +85,10 @@
 /// - `crate` is the path the expansion uses to reach this crate, for when
 ///   it is renamed or re-exported; inside this crate, use `crate = "crate"`.
 ///
-/// `cores = N` is reserved for a multi-core launcher that does not exist
-/// yet; it is rejected with an explanation. Any other argument is an
-/// error.
+/// - `cores` is passed to [`Builder::cores`](crate::Builder::cores): the
+///   number of cores (one pinned thread and ring each; `main` runs on core 0).
+///
+/// Any other argument is an error.
 ///
 /// # Errors
 ///
@@ -119,10 +121,10 @@
 /// async fn main() {}
 /// ```
 ///
-/// `cores` is not supported yet:
+/// `cores` may not be 0:
 ///
 /// ```compile_fail
-/// #[runtime::main(cores = 4)]
+/// #[runtime::main(cores = 0)]
 /// async fn main() {}
 /// ```
 ///

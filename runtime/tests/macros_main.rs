@@ -113,3 +113,10 @@ fn main_attribute_unit_return() {
     run(&flag);
     assert!(flag.get());
 }
+
+#[runtime::test(cores = 2)]
+async fn test_with_two_cores() {
+    assert_eq!(runtime::current_core(), Some(0));
+    let on = runtime::spawn_on(1, async { runtime::current_core() });
+    assert_eq!(on.await.unwrap(), Some(1));
+}

@@ -72,7 +72,7 @@ pub fn test(
 type AttributeArgs = syn::punctuated::Punctuated<syn::Meta, syn::Token![,]>;
 
 /// The arguments every attribute accepts, as listed in error messages.
-const ACCEPTED: &str = "`entries`, `crate`";
+const ACCEPTED: &str = "`entries`, `cores`, `crate`";
 
 /// The largest submission queue the kernel accepts (`IORING_MAX_ENTRIES`).
 const MAX_ENTRIES: u32 = 32768;
@@ -104,6 +104,8 @@ struct Config {
     entries: Option<u32>,
     /// `crate = "path"`: the path of the runtime crate.
     crate_path: Option<Path>,
+    /// `cores = N`: `Builder::cores(N)`.
+    cores: Option<u32>,
 }
 
 impl Config {
@@ -165,21 +167,14 @@ impl Config {
                 self.crate_path = Some(parse_path(&nv.value, "crate")?);
             }
             "cores" => {
-                // Parsed so that a malformed value gets its own message, then
-                // refused: there is no multi-core launcher yet. When there is,
-                // store the value in a `cores: Option<u32>` field here and emit
-                // `.cores(N)` in `builder_chain`.
+                if self.cores.is_some() {
+                    return Err(syn::Error::new_spanned(nv, "`cores` set multiple times"));
+                }
                 let n = parse_u32(&nv.value, "cores")?;
                 if n == 0 {
                     return Err(syn::Error::new_spanned(&nv.value, "`cores` may not be 0"));
                 }
-                let msg = format!(
-                    "`cores` is not supported yet: the multi-core launcher does not exist, \
-                     so `#[{}]` always runs one runtime on the current thread; \
-                     remove `cores = {n}`",
-                    kind.macro_name()
-                );
-                return Err(syn::Error::new_spanned(nv, msg));
+                self.cores = Some(n);
             }
             _ => return Err(syn::Error::new_spanned(nv, unknown_argument(name, kind))),
         }
@@ -191,6 +186,10 @@ impl Config {
         let mut rt = quote_spanned! {span=> #crate_path::Builder::new() };
         if let Some(n) = self.entries {
             rt = quote_spanned! {span=> #rt.entries(#n) };
+        }
+        if let Some(n) = self.cores {
+            let n = n as usize;
+            rt = quote_spanned! {span=> #rt.cores(#n) };
         }
         rt
     }
@@ -693,11 +692,13 @@ mod tests {
         assert!(e.contains("redundant"), "{e}");
         let e = error_of("flavor = \"x\"", "async fn main() {}", Kind::Main);
         assert!(e.contains("unknown argument `flavor`"), "{e}");
-        assert!(e.contains("`entries`, `crate`"), "{e}");
+        assert!(e.contains("`entries`, `cores`, `crate`"), "{e}");
         let e = error_of("foo", "async fn main() {}", Kind::Main);
         assert!(e.contains("unknown argument `foo`"), "{e}");
-        let e = error_of("cores = 4", "async fn main() {}", Kind::Main);
-        assert!(e.contains("`cores` is not supported yet"), "{e}");
+        let e = error_of("cores = 0", "async fn main() {}", Kind::Main);
+        assert!(e.contains("`cores` may not be 0"), "{e}");
+        let e = error_of("cores = 2, cores = 3", "async fn main() {}", Kind::Main);
+        assert!(e.contains("`cores` set multiple times"), "{e}");
         for bad in ["0", "3", "65536", "\"8\"", "8u8", "-1"] {
             let e = error_of(
                 &format!("entries = {bad}"),
