@@ -63,11 +63,13 @@ mod fd;
 mod io;
 mod ops;
 mod recv_stream;
+mod serve;
 pub mod tcp;
 mod udp;
 pub mod unix;
 
 pub use recv_stream::RecvStream;
+pub use serve::{serve, Server};
 pub use tcp::{
     Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream,
 };

@@ -45,7 +45,10 @@ pub mod time;
 
 pub use driver::ops::{close, nop, read, write};
 pub use driver::RingFlags;
-pub use executor::{current_core, spawn, spawn_local, spawn_on, yield_now, JoinError, JoinHandle};
+pub use executor::{
+    core_count, current_core, spawn, spawn_local, spawn_on, spawn_on_local, yield_now, JoinError,
+    JoinHandle,
+};
 pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;

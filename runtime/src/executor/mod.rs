@@ -195,6 +195,82 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    // SAFETY: the future is `Send`, so it may move to the target core's thread.
+    unsafe { spawn_on_unchecked(core, future) }
+}
+
+/// Runs `make` on core `core` and spawns the future it returns there. The future need not
+/// be `Send`, only the closure: this is how a core gets work that holds its own sockets.
+///
+/// # Panics
+/// Outside a runtime, or if the runtime has no core `core`.
+///
+/// ```
+/// use std::rc::Rc;
+/// let rt = runtime::Builder::new().cores(2).build().unwrap();
+/// let n = rt.block_on(async {
+///     runtime::spawn_on_local(1, || async {
+///         let local = Rc::new(20); // not Send: lives on core 1 only
+///         runtime::yield_now().await;
+///         *local + 1
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert_eq!(n, 21);
+/// ```
+pub fn spawn_on_local<M, F>(core: usize, make: M) -> JoinHandle<F::Output>
+where
+    M: FnOnce() -> F + Send + 'static,
+    F: Future + 'static,
+    F::Output: Send + 'static,
+{
+    // SAFETY: until its first poll, on the target core, the task holds only `make`, which is
+    // `Send`; the future it makes never leaves that core; the output is `Send`.
+    unsafe { spawn_on_unchecked(core, Lazy::Make(Some(make))) }
+}
+
+/// A future made on its core by its first poll.
+enum Lazy<M, F> {
+    Make(Option<M>),
+    Run(F),
+}
+
+impl<M, F> Future for Lazy<M, F>
+where
+    M: FnOnce() -> F,
+    F: Future,
+{
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: the future is never moved out of the pinned enum; `Make` holds no pinned
+        // data, and once `Run` is set it is only polled in place.
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Lazy::Make(make) = this {
+            let make = make
+                .take()
+                .expect("Lazy polled after a panic in its constructor");
+            *this = Lazy::Run(make());
+        }
+        match this {
+            // SAFETY: pinned in place inside the task's heap cell (see above).
+            Lazy::Run(fut) => unsafe { std::pin::Pin::new_unchecked(fut) }.poll(cx),
+            Lazy::Make(_) => unreachable!("Lazy was just made"),
+        }
+    }
+}
+
+/// `spawn_on` without the `Send` bound.
+///
+/// # Safety
+/// The future may be moved to core `core`'s thread (and dropped on this one if that core is
+/// gone) before its first poll, and its output may be moved back; the caller guarantees
+/// that is sound.
+unsafe fn spawn_on_unchecked<F>(core: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+{
     with_core(|c| {
         if c.shared.index == core {
             return c.spawn(future);
@@ -207,6 +283,11 @@ where
         JoinHandle::new(join)
     })
     .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
+}
+
+/// How many cores the current runtime has, or `None` outside a runtime.
+pub fn core_count() -> Option<usize> {
+    with_core(|c| c.set.len())
 }
 
 /// The index of the core this thread runs (0 for the thread that built the runtime), or
