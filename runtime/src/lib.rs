@@ -40,6 +40,7 @@ mod executor;
 mod macros;
 mod multi;
 mod runtime;
+pub mod signal;
 mod stats;
 pub mod time;
 

@@ -14,7 +14,11 @@ fn no_thread_or_fd_left_behind() {
     let (threads, fds) = (thread_count(), common::fd_count());
     for round in 0..3 {
         let rt = runtime::Builder::new().cores(2).build().unwrap();
-        assert_eq!(thread_count(), threads + 1, "round {round}: one worker thread");
+        assert_eq!(
+            thread_count(),
+            threads + 1,
+            "round {round}: one worker thread"
+        );
         rt.block_on(async {
             let h = runtime::spawn_on(1, async {
                 runtime::nop().await.unwrap();
@@ -26,6 +30,10 @@ fn no_thread_or_fd_left_behind() {
         });
         drop(rt);
         assert_eq!(thread_count(), threads, "round {round}: worker joined");
-        assert_eq!(common::fd_count(), fds, "round {round}: rings and eventfds closed");
+        assert_eq!(
+            common::fd_count(),
+            fds,
+            "round {round}: rings and eventfds closed"
+        );
     }
 }
