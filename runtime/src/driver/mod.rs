@@ -43,11 +43,9 @@ const WAKE_TOKEN: u64 = u64::MAX - 1;
 /// `user_data` of the CQE another core's MSG_RING posts into this ring: a wake.
 const MSG_WAKE_TOKEN: u64 = u64::MAX - 2;
 /// `user_data` of this ring's own MSG_RING SQEs, minus the target core's index (their CQE
-/// only comes on failure: `IORING_MSG_RING_CQE_SKIP`).
+/// only comes on failure: `IOSQE_CQE_SKIP_SUCCESS`).
 const MSG_SRC_BASE: u64 = u64::MAX - 16;
 const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
-/// `IORING_MSG_RING_CQE_SKIP` (Linux 6.0): no CQE in the sender's ring on success.
-const IORING_MSG_RING_CQE_SKIP: u32 = 1;
 
 /// How long shutdown waits for cancelled ops without any progress before it gives up on
 /// them (their memory is then leaked, never freed under the kernel).
@@ -91,7 +89,8 @@ impl Driver {
     pub(crate) fn new(want: RingFlags, wake_fd: RawFd) -> io::Result<Driver> {
         let (ring, flags) = setup::build_ring(want)?;
         let mut probe = io_uring::Probe::new();
-        let msg_ring_ok = ring.submitter().register_probe(&mut probe).is_ok()
+        let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
+            && ring.submitter().register_probe(&mut probe).is_ok()
             && probe.is_supported(opcode::MsgRingData::CODE);
         let mut driver = Driver {
             ring,
@@ -286,15 +285,15 @@ impl Driver {
         if !self.msg_ring_ok || self.shutting_down || index > 65536 {
             return false;
         }
+        // IOSQE_CQE_SKIP_SUCCESS (5.17): no CQE here unless it fails. (The MSG_RING opcode's
+        // own CQE_SKIP flag is for passing fds; with data the kernel refuses it: EINVAL.)
         let sqe = opcode::MsgRingData::new(types::Fd(target_fd), 0, MSG_WAKE_TOKEN, None)
-            .opcode_flags(IORING_MSG_RING_CQE_SKIP)
             .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(MSG_SRC_BASE - index as u64);
+        // Submitted with this core's next enter: its loop always parks again, and block_on
+        // flushes the SQ before it returns.
         self.push(&sqe);
-        // Submitted now, not with the next park: the target's `notified` flag is already
-        // set, so this SQE is its only wake-up, and this core may not enter the kernel again
-        // soon (its block_on may be returning).
-        self.submit_now();
         true
     }
 

@@ -42,6 +42,10 @@ use task::RawTask;
 /// Tasks run per loop iteration before the ring is served again.
 pub(crate) const TASKS_PER_TICK: usize = 128;
 
+/// How long a core that was just woken from another thread watches for the next such wake
+/// before it sleeps in the kernel (only then: an idle core never spins).
+const SPIN_AFTER_REMOTE_WAKE: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// Identifies one core (one ring and its loop) for the life of the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CoreId(u64);
@@ -489,7 +493,8 @@ impl Core {
             .set(self.tasks_polled.get() + polled as u64);
 
         // Tasks woken from other threads join the local queue.
-        if self.shared.notified.load(Ordering::Acquire) {
+        let remote = self.shared.notified.load(Ordering::Acquire);
+        if remote {
             self.drain_remote();
         }
 
@@ -500,9 +505,26 @@ impl Core {
         }
 
         // 2. Submit; wait in the kernel only when nothing is ready.
-        let ready = !self.queue.borrow().is_empty()
+        let mut ready = !self.queue.borrow().is_empty()
             || main_woken.load(Ordering::Acquire)
             || self.shared.notified.load(Ordering::Acquire);
+        if !ready && remote {
+            // Another thread just woke this core: the next wake is likely close behind (a
+            // cross-core conversation). Hand the kernel what is queued (a wake of that peer,
+            // say), then watch the wake flag a few microseconds before sleeping, so neither
+            // side pays the cost of waking a sleeping CPU on every message.
+            self.driver.borrow_mut().park(false, None);
+            let start = Instant::now();
+            while start.elapsed() < SPIN_AFTER_REMOTE_WAKE {
+                if self.shared.notified.load(Ordering::Acquire)
+                    || main_woken.load(Ordering::Acquire)
+                {
+                    ready = true;
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let mut driver = self.driver.borrow_mut();
         driver.park(!ready, timeout);
