@@ -34,18 +34,21 @@ use crate::server::{no_stats, raise_nofile, Cpus, Ctl, Histogram, PinGuard, Repo
 use crate::Opts;
 
 /// Ring size of the runtime's server.
-const ENTRIES: u32 = 256;
+pub(crate) const ENTRIES: u32 = 256;
 /// Traffic before each window opens: connections warm, queues at their steady depth.
 const RAMP: Duration = Duration::from_millis(100);
 
 /// One configuration: connections and message size.
 #[derive(Clone, Copy, Debug)]
-struct Config {
-    conns: usize,
-    msg: usize,
+pub(crate) struct Config {
+    /// Client connections, each with one message in flight.
+    pub(crate) conns: usize,
+    /// Message size in bytes.
+    pub(crate) msg: usize,
 }
 
-const CONFIGS: [Config; 2] = [
+/// The configurations every echo benchmark runs (`echo`, `echo-cores`).
+pub(crate) const CONFIGS: [Config; 2] = [
     Config {
         conns: 64,
         msg: 128,
@@ -237,8 +240,58 @@ fn one_run(
     cfg: Config,
     window: Duration,
 ) -> io::Result<(Measure, Extra)> {
+    let w = drive(client, addr, cfg, window, &|phase| match phase {
+        Phase::Warm => ctl.warm(),
+        Phase::Open => ctl.measure(u64::MAX),
+        Phase::Close => ctl.done(),
+    })?;
+    let server = ctl.report()?;
+    Ok((
+        Measure {
+            ops: w.ops,
+            elapsed: w.elapsed,
+            enters: server.stats.map(|s| s.enters),
+        },
+        Extra {
+            p50: w.hist.quantile(0.50),
+            p99: w.hist.quantile(0.99),
+            server,
+        },
+    ))
+}
+
+/// The moments of a client run at which [`drive`] calls its hook, on the client thread.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Phase {
+    /// Every connection is open; traffic (the ramp) is about to start.
+    Warm,
+    /// The measured window opens (its clock starts right after the hook returns).
+    Open,
+    /// The measured window has closed (its clock stops right after the hook returns).
+    Close,
+}
+
+/// What the client measured over one window.
+pub(crate) struct Window {
+    /// Round trips completed inside the window.
+    pub(crate) ops: u64,
+    /// The window's wall time.
+    pub(crate) elapsed: Duration,
+    /// Latency of each round trip counted.
+    pub(crate) hist: Histogram,
+}
+
+/// The load generator: connect `cfg.conns`, ramp for [`RAMP`], measure for `window`, close;
+/// `hook` is told each [`Phase`] as it comes.
+pub(crate) fn drive(
+    client: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    cfg: Config,
+    window: Duration,
+    hook: &dyn Fn(Phase),
+) -> io::Result<Window> {
     let local = tokio::task::LocalSet::new();
-    let (ops, elapsed, hist) = local.block_on(client, async move {
+    local.block_on(client, async move {
         let mut streams = Vec::with_capacity(cfg.conns);
         for _ in 0..cfg.conns {
             let s = tokio::net::TcpStream::connect(addr).await?;
@@ -250,7 +303,7 @@ fn one_run(
             count: Cell::new(0),
             hist: RefCell::new(Histogram::default()),
         });
-        ctl.warm();
+        hook(Phase::Warm);
         let tasks: Vec<_> = streams
             .into_iter()
             .map(|mut s| {
@@ -276,32 +329,23 @@ fn one_run(
             })
             .collect();
         tokio::time::sleep(RAMP).await;
-        ctl.measure(u64::MAX);
+        hook(Phase::Open);
         state.phase.set(1);
         let start = Instant::now();
         tokio::time::sleep(window).await;
         state.phase.set(2);
-        ctl.done();
+        hook(Phase::Close);
         let elapsed = start.elapsed();
         for t in tasks {
             t.await.map_err(io::Error::other)??;
         }
         let state = Rc::into_inner(state).expect("every task has ended");
-        Ok::<_, io::Error>((state.count.get(), elapsed, state.hist.into_inner()))
-    })?;
-    let server = ctl.report()?;
-    Ok((
-        Measure {
-            ops,
+        Ok::<_, io::Error>(Window {
+            ops: state.count.get(),
             elapsed,
-            enters: server.stats.map(|s| s.enters),
-        },
-        Extra {
-            p50: hist.quantile(0.50),
-            p99: hist.quantile(0.99),
-            server,
-        },
-    ))
+            hist: state.hist.into_inner(),
+        })
+    })
 }
 
 /// This runtime's half of one connection: read once, write back what came, until the end.

@@ -7,10 +7,15 @@
 
 mod accept;
 mod echo;
+mod echo_cores;
+mod fio;
 mod harness;
+mod idle;
 mod nop;
+mod pingpong;
 mod raw;
 mod raw_echo;
+mod read;
 mod report;
 mod server;
 mod spawn;
@@ -19,19 +24,25 @@ use std::io;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: bench <subcommand> [--quick] [--runs N] [--seconds S]
+usage: bench <subcommand> [--quick] [--runs N] [--seconds S] [--cores N]
 
 subcommands:
-  nop     32 IORING_OP_NOP in flight: raw ring vs this runtime
-  spawn   spawn + join of an empty task: this runtime vs tokio current-thread
-  accept  10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
-  echo    connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
-  all     every benchmark above, in order
+  nop         32 IORING_OP_NOP in flight: raw ring vs this runtime
+  spawn       spawn + join of an empty task: this runtime vs tokio current-thread
+  accept      10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
+  echo        connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
+  pingpong    a counter bounced between two cores: runtime cores(2) vs std threads vs tokio
+  echo-cores  the echo benchmark's runtime server with cores(1) vs cores(N), SO_REUSEPORT
+  idle        a cores(2) runtime asleep for 2 s: process CPU and enters per core
+  read        4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
+  all         every benchmark above, in order
 
 options:
   --quick        fewer operations and runs (3 instead of 5): a smoke test, not a result
   --runs N       measured runs per contestant (after one warm-up run each)
   --seconds S    size each run so the first contestant takes about S seconds
+                 (echo, echo-cores: the window; idle: the sleep)
+  --cores N      echo-cores: the server's core count compared with cores(1) (default 2)
   -h, --help     print this help
 
 Pin for stable figures, e.g. `taskset -c 0 bench all`.";
@@ -45,6 +56,8 @@ pub struct Opts {
     pub runs: Option<usize>,
     /// Target seconds per run; each benchmark has a fixed count otherwise.
     pub seconds: Option<f64>,
+    /// `echo-cores`: the multi-core server's core count (default 2).
+    pub cores: Option<usize>,
 }
 
 /// A benchmark the command line can name.
@@ -54,10 +67,23 @@ enum Bench {
     Spawn,
     Accept,
     Echo,
+    PingPong,
+    EchoCores,
+    Idle,
+    Read,
 }
 
 impl Bench {
-    const ALL: [Bench; 4] = [Bench::Nop, Bench::Spawn, Bench::Accept, Bench::Echo];
+    const ALL: [Bench; 8] = [
+        Bench::Nop,
+        Bench::Spawn,
+        Bench::Accept,
+        Bench::Echo,
+        Bench::PingPong,
+        Bench::EchoCores,
+        Bench::Idle,
+        Bench::Read,
+    ];
 
     fn run(self, opts: &Opts) -> io::Result<()> {
         match self {
@@ -65,6 +91,10 @@ impl Bench {
             Bench::Spawn => spawn::run(opts),
             Bench::Accept => accept::run(opts),
             Bench::Echo => echo::run(opts),
+            Bench::PingPong => pingpong::run(opts),
+            Bench::EchoCores => echo_cores::run(opts),
+            Bench::Idle => idle::run(opts),
+            Bench::Read => read::run(opts),
         }
     }
 
@@ -74,6 +104,10 @@ impl Bench {
             Bench::Spawn => "spawn",
             Bench::Accept => "accept",
             Bench::Echo => "echo",
+            Bench::PingPong => "pingpong",
+            Bench::EchoCores => "echo-cores",
+            Bench::Idle => "idle",
+            Bench::Read => "read",
         }
     }
 }
@@ -121,6 +155,16 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
                     return Err("--seconds must be positive".to_string());
                 }
                 opts.seconds = Some(s);
+            }
+            "--cores" => {
+                let v = value("--cores")?;
+                let n: usize = v
+                    .parse()
+                    .map_err(|_| format!("--cores: not a count: {v}"))?;
+                if n < 2 {
+                    return Err("--cores must be at least 2 (cores(1) is the baseline)".into());
+                }
+                opts.cores = Some(n);
             }
             f if f.starts_with('-') => return Err(format!("unknown option {f}")),
             name => {
@@ -223,6 +267,7 @@ mod tests {
             quick: true,
             runs: Some(7),
             seconds: Some(0.5),
+            cores: None,
         };
         assert_eq!(
             parse(args("nop --quick --runs 7 --seconds=0.5")),
@@ -239,6 +284,30 @@ mod tests {
             ))
         );
         assert_eq!(parse(args("spawn --help")), Ok(Command::Help));
+        assert_eq!(
+            parse(args("echo-cores --cores 3")),
+            Ok(Command::Run(
+                vec![Bench::EchoCores],
+                Opts {
+                    cores: Some(3),
+                    ..Opts::default()
+                }
+            ))
+        );
+        assert_eq!(
+            parse(args("pingpong")),
+            Ok(Command::Run(vec![Bench::PingPong], Opts::default()))
+        );
+        assert_eq!(
+            parse(args("idle --quick")),
+            Ok(Command::Run(
+                vec![Bench::Idle],
+                Opts {
+                    quick: true,
+                    ..Opts::default()
+                }
+            ))
+        );
     }
 
     #[test]
@@ -250,5 +319,7 @@ mod tests {
         assert!(parse(args("nop --runs 0")).is_err());
         assert!(parse(args("nop --seconds -1")).is_err());
         assert!(parse(args("nop --fast")).is_err());
+        assert!(parse(args("echo-cores --cores 1")).is_err());
+        assert!(parse(args("echo-cores --cores x")).is_err());
     }
 }

@@ -93,6 +93,15 @@ pub struct PinGuard {
 impl PinGuard {
     /// Pins the calling thread to `cpu`.
     pub fn new(cpu: usize) -> io::Result<PinGuard> {
+        let guard = PinGuard::keep()?;
+        pin_to(cpu)?;
+        Ok(guard)
+    }
+
+    /// Saves the calling thread's CPU set without changing it, to restore it when dropped:
+    /// for code that pins the thread itself, such as building a multi-core runtime (whose
+    /// core 0 is the building thread, pinned for good).
+    pub fn keep() -> io::Result<PinGuard> {
         // SAFETY: an all-zero `cpu_set_t` is the empty set.
         let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         // SAFETY: `old` is a valid, writable `cpu_set_t` of the size passed.
@@ -100,7 +109,6 @@ impl PinGuard {
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }
-        pin_to(cpu)?;
         Ok(PinGuard { old })
     }
 }
@@ -131,12 +139,22 @@ pub fn raise_nofile() -> io::Result<u64> {
     Ok(lim.rlim_cur)
 }
 
+/// CPU time (user + system) the whole process has used, every thread, ended ones included:
+/// getrusage(2) `RUSAGE_SELF`.
+pub fn process_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_SELF)
+}
+
 /// CPU time (user + system) the calling thread has used: getrusage(2) `RUSAGE_THREAD`.
 pub fn thread_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+fn rusage_cpu(who: libc::c_int) -> Duration {
     // SAFETY: all-zero bytes are a valid `rusage`.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable `rusage`.
-    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return Duration::ZERO;
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
