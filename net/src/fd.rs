@@ -1,48 +1,5 @@
-//! The socket fd shared by a socket and the ops it has in flight.
-//!
-//! # Invariant
-//! An op that names a socket's fd in its SQE holds a [`SharedFd`] clone in its data. The op
-//! data lives until the kernel's final CQE (in the op future, or in the driver's ignored slot
-//! once the future is dropped), so the fd is closed only after the kernel is done with it, and
-//! its number cannot be reused for another file while the SQE still waits to be submitted.
-//! `Rc` suffices: a socket and its ops stay on one core.
+//! The socket fd shared by a socket and the ops it has in flight: the runtime's
+//! [`SharedFd`](runtime::fd::SharedFd), whose invariant every op here keeps (an op holds a
+//! clone in its data until its final CQE).
 
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::rc::Rc;
-
-/// A reference-counted socket fd, closed (once) when the last clone is dropped.
-#[derive(Debug, Clone)]
-pub(crate) struct SharedFd(Rc<OwnedFd>);
-
-impl SharedFd {
-    /// Takes ownership of `fd`.
-    pub(crate) fn new(fd: OwnedFd) -> SharedFd {
-        SharedFd(Rc::new(fd))
-    }
-
-    /// The raw fd, for an SQE.
-    pub(crate) fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-
-    /// Whether `self` and `other` are the same socket (for `reunite`).
-    pub(crate) fn same(&self, other: &SharedFd) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// The fd itself when this is the last clone; otherwise (a dropped op still holds one
-    /// until its CQE arrives) a duplicate (`F_DUPFD_CLOEXEC`) of it.
-    pub(crate) fn into_owned(self) -> io::Result<OwnedFd> {
-        match Rc::try_unwrap(self.0) {
-            Ok(fd) => Ok(fd),
-            Err(rc) => rc.try_clone(),
-        }
-    }
-}
-
-impl AsFd for SharedFd {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
-    }
-}
+pub(crate) use runtime::fd::SharedFd;

@@ -37,6 +37,7 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 pub mod buf;
 pub mod driver;
 mod executor;
+pub mod fd;
 mod macros;
 mod multi;
 mod runtime;
