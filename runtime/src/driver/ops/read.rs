@@ -32,6 +32,11 @@ impl<B: IoBufMut> Completable for Read<B> {
 /// file's current position (pipes, sockets). Gives back the byte count and the buffer.
 ///
 /// A bad or closed fd gives `EBADF` as an `io::Error`.
+///
+/// The op names `fd` by number and keeps nothing alive: keep the fd open until the op's
+/// final CQE (if the future is dropped, until that CQE is reaped), or the kernel may act on
+/// whatever file reuses the number. Crates on this API hold a [`SharedFd`](crate::fd::SharedFd)
+/// in their op data instead, as `net` and `fs` do.
 pub fn read<B: IoBufMut>(fd: RawFd, mut buf: B, offset: u64) -> Op<Read<B>> {
     let len = buf.bytes_total().min(u32::MAX as usize) as u32;
     let sqe = opcode::Read::new(types::Fd(fd), buf.stable_mut_ptr(), len)

@@ -25,6 +25,11 @@ impl<B: IoBuf> Completable for Write<B> {
 
 /// Writes `buf`'s initialised bytes to `fd` at `offset`; `u64::MAX` means the file's
 /// current position. Gives back the byte count and the buffer.
+///
+/// The op names `fd` by number and keeps nothing alive: keep the fd open until the op's
+/// final CQE (if the future is dropped, until that CQE is reaped), or the kernel may act on
+/// whatever file reuses the number. Crates on this API hold a [`SharedFd`](crate::fd::SharedFd)
+/// in their op data instead, as `net` and `fs` do.
 pub fn write<B: IoBuf>(fd: RawFd, buf: B, offset: u64) -> Op<Write<B>> {
     let len = buf.bytes_init().min(u32::MAX as usize) as u32;
     let sqe = opcode::Write::new(types::Fd(fd), buf.stable_ptr(), len)
