@@ -69,8 +69,6 @@ pub(crate) struct Driver {
     /// final CQE (see `shutdown`).
     wake_buf: Box<u64>,
     wake_armed: bool,
-    /// The wake read completed since the loop last looked.
-    woken: bool,
     /// Set by `shutdown`: the wake read is no longer re-armed.
     shutting_down: bool,
     /// Ops in flight, whether the wake read is armed, and since when that is unchanged.
@@ -99,7 +97,6 @@ impl Driver {
             wake_fd,
             wake_buf: Box::new(0),
             wake_armed: false,
-            woken: false,
             shutting_down: false,
             msg_ring_ok,
             failed_msg_rings: Vec::new(),
@@ -218,11 +215,10 @@ impl Driver {
                 let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
                 match ud {
                     CANCEL_TOKEN => {}
-                    WAKE_TOKEN => {
-                        self.wake_armed = false;
-                        self.woken = true;
-                    }
-                    MSG_WAKE_TOKEN => self.woken = true,
+                    // Wake-ups: their CQE ended the wait; the loop reads the core's `notified`
+                    // flag for what to do.
+                    WAKE_TOKEN => self.wake_armed = false,
+                    MSG_WAKE_TOKEN => {}
                     ud if (MSG_SRC_FLOOR..=MSG_SRC_BASE).contains(&ud) => {
                         if res < 0 {
                             self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
@@ -300,11 +296,6 @@ impl Driver {
     /// Cores whose MSG_RING wake failed since the last call.
     pub(crate) fn take_failed_msg_rings(&mut self) -> Vec<usize> {
         std::mem::take(&mut self.failed_msg_rings)
-    }
-
-    /// Whether the wake eventfd fired since the last call.
-    pub(crate) fn take_woken(&mut self) -> bool {
-        std::mem::take(&mut self.woken)
     }
 
     fn arm_wake(&mut self) {

@@ -531,7 +531,6 @@ impl Core {
 
         // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
         driver.reap();
-        driver.take_woken();
         let dead = driver.take_dead();
         let failed = driver.take_failed_msg_rings();
         drop(driver);
