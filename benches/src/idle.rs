@@ -10,7 +10,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::report::render_grid;
+use crate::report::{self, render_grid, Record, Row};
 use crate::server::{process_cpu, thread_cpu, PinGuard};
 use crate::Opts;
 
@@ -79,9 +79,31 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     ]
     .map(String::from)
     .to_vec()];
+    let one = |name: String, pct: f64, extra: Vec<(String, f64)>| Row {
+        name,
+        median: pct,
+        min: pct,
+        max: pct,
+        extra,
+        ..Row::default()
+    };
+    let mut records = Vec::new();
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
         let d = a.stats - b.stats;
         let cpu = a.cpu.saturating_sub(b.cpu);
+        let n = |v: u64| v as f64;
+        records.push(one(
+            format!("core {i} (thread)"),
+            pct(cpu, 1),
+            vec![
+                ("enters".to_string(), n(d.enters)),
+                ("sqes".to_string(), n(d.sqes_submitted)),
+                ("cqes".to_string(), n(d.cqes_reaped)),
+                ("task_polls".to_string(), n(d.tasks_polled)),
+                ("remote_wakes".to_string(), n(d.remote_wakes)),
+                ("cpu_us".to_string(), cpu.as_secs_f64() * 1e6),
+            ],
+        ));
         rows.push(vec![
             format!("core {i} (thread)"),
             d.enters.to_string(),
@@ -103,12 +125,28 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         format!("{:.0}", process.as_secs_f64() * 1e6),
         format!("{:.4}%", pct(process, CORES)),
     ]);
-    println!(
+    records.push(one(
+        format!("process, wall x {CORES}"),
+        pct(process, CORES),
+        vec![("cpu_us".to_string(), process.as_secs_f64() * 1e6)],
+    ));
+    let title = format!(
         "idle: runtime cores({CORES}), block_on(sleep({:.1} s)), measured {:.3} s wall",
         secs,
         wall.as_secs_f64()
     );
+    println!("{title}");
     print!("{}", render_grid(&rows, 2));
+    print!(
+        "{}",
+        report::record(Record {
+            name: report::record_name(&title),
+            title,
+            metric: "CPU % of wall".to_string(),
+            format: Box::new(|v| format!("{v:.4}%")),
+            rows: records,
+        })
+    );
     println!(
         "  core rows: that core's counters and thread CPU (getrusage RUSAGE_THREAD, read on the \
          core) between snapshots just before and after the sleep (their own wake-ups included)"

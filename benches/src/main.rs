@@ -1,6 +1,6 @@
 //! `bench`: the benchmark harness of the runtime, side by side with the raw ring and tokio.
 //!
-//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S]`. Each subcommand measures
+//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S] [--json FILE] [--compare FILE]`. Each subcommand measures
 //! its contestants alternately in this one process and prints a table of medians, min and
 //! max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS; the rules are in
 //! `shared/BENCHMARKS.md`. Pin the process for stable figures: `taskset -c 0 bench all`.
@@ -11,6 +11,7 @@ mod echo_cores;
 mod fio;
 mod harness;
 mod idle;
+mod json;
 mod nop;
 mod pingpong;
 mod raw;
@@ -25,6 +26,7 @@ use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage: bench <subcommand> [--quick] [--runs N] [--seconds S] [--cores N]
+             [--json FILE] [--compare FILE]
 
 subcommands:
   nop         32 IORING_OP_NOP in flight: raw ring vs this runtime
@@ -43,6 +45,12 @@ options:
   --seconds S    size each run so the first contestant takes about S seconds
                  (echo, echo-cores: the window; idle: the sleep)
   --cores N      echo-cores: the server's core count compared with cores(1) (default 2)
+  --json FILE    also write every table's figures to FILE as JSON (schema 1: date, kernel,
+                 cpus, and per table its name, title, metric and rows of median, min, max,
+                 ratio, enters_per_op, peak_rss_bytes and extra figures; null where absent)
+  --compare FILE after each table, print each row's median against FILE (written earlier by
+                 --json): `vs FILE: raw ring 11.59M -> 11.62M (+0.3%)`, a `!` marking
+                 changes beyond +-5%; rows and tables missing from FILE are skipped
   -h, --help     print this help
 
 Pin for stable figures, e.g. `taskset -c 0 bench all`.";
@@ -112,16 +120,26 @@ impl Bench {
     }
 }
 
+/// Where results go besides the terminal.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Output {
+    /// `--json FILE`: write every table's figures here at the end.
+    json: Option<String>,
+    /// `--compare FILE`: compare every table with this earlier `--json` file.
+    compare: Option<String>,
+}
+
 /// What the command line asked for.
 #[derive(Debug, PartialEq)]
 enum Command {
     Help,
-    Run(Vec<Bench>, Opts),
+    Run(Vec<Bench>, Opts, Output),
 }
 
 /// Parses the arguments after the program name.
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut opts = Opts::default();
+    let mut output = Output::default();
     let mut benches = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -166,6 +184,8 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
                 }
                 opts.cores = Some(n);
             }
+            "--json" => output.json = Some(value("--json")?),
+            "--compare" => output.compare = Some(value("--compare")?),
             f if f.starts_with('-') => return Err(format!("unknown option {f}")),
             name => {
                 if benches.is_some() {
@@ -182,7 +202,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
         }
     }
     match benches {
-        Some(b) => Ok(Command::Run(b, opts)),
+        Some(b) => Ok(Command::Run(b, opts, output)),
         None => Err("no subcommand".to_string()),
     }
 }
@@ -220,21 +240,28 @@ fn kernel_release() -> String {
 }
 
 fn main() -> ExitCode {
-    let (benches, opts) = match parse(std::env::args().skip(1)) {
+    let (benches, opts, output) = match parse(std::env::args().skip(1)) {
         Ok(Command::Help) => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
-        Ok(Command::Run(b, o)) => (b, o),
+        Ok(Command::Run(b, o, out)) => (b, o, out),
         Err(e) => {
             eprintln!("bench: {e}\n\n{USAGE}");
             return ExitCode::from(2);
         }
     };
+    if let Some(path) = &output.compare {
+        if let Err(e) = report::load_baseline(path) {
+            eprintln!("bench: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let cpus = allowed_cpus();
+    let kernel = kernel_release();
     println!(
         "bench: kernel {}, {} CPU(s) allowed {:?}{}",
-        kernel_release(),
+        kernel,
         cpus.len(),
         cpus,
         if opts.quick {
@@ -243,14 +270,23 @@ fn main() -> ExitCode {
             ""
         }
     );
+    let mut code = ExitCode::SUCCESS;
     for bench in benches {
         println!();
         if let Err(e) = bench.run(&opts) {
             eprintln!("bench {}: {e}", bench.name());
-            return ExitCode::FAILURE;
+            code = ExitCode::FAILURE;
+            break;
         }
     }
-    ExitCode::SUCCESS
+    // Written even after a failure, with the tables that did complete.
+    if let Some(path) = &output.json {
+        if let Err(e) = report::write_json(path, &kernel, &cpus) {
+            eprintln!("bench: --json {path}: {e}");
+            code = ExitCode::FAILURE;
+        }
+    }
+    code
 }
 
 #[cfg(test)]
@@ -271,7 +307,7 @@ mod tests {
         };
         assert_eq!(
             parse(args("nop --quick --runs 7 --seconds=0.5")),
-            Ok(Command::Run(vec![Bench::Nop], want))
+            Ok(Command::Run(vec![Bench::Nop], want, Output::default()))
         );
         assert_eq!(
             parse(args("--runs=2 all")),
@@ -280,7 +316,8 @@ mod tests {
                 Opts {
                     runs: Some(2),
                     ..Opts::default()
-                }
+                },
+                Output::default()
             ))
         );
         assert_eq!(parse(args("spawn --help")), Ok(Command::Help));
@@ -291,12 +328,17 @@ mod tests {
                 Opts {
                     cores: Some(3),
                     ..Opts::default()
-                }
+                },
+                Output::default()
             ))
         );
         assert_eq!(
             parse(args("pingpong")),
-            Ok(Command::Run(vec![Bench::PingPong], Opts::default()))
+            Ok(Command::Run(
+                vec![Bench::PingPong],
+                Opts::default(),
+                Output::default()
+            ))
         );
         assert_eq!(
             parse(args("idle --quick")),
@@ -305,6 +347,18 @@ mod tests {
                 Opts {
                     quick: true,
                     ..Opts::default()
+                },
+                Output::default()
+            ))
+        );
+        assert_eq!(
+            parse(args("all --json a.json --compare=b.json")),
+            Ok(Command::Run(
+                Bench::ALL.to_vec(),
+                Opts::default(),
+                Output {
+                    json: Some("a.json".into()),
+                    compare: Some("b.json".into()),
                 }
             ))
         );
@@ -321,5 +375,7 @@ mod tests {
         assert!(parse(args("nop --fast")).is_err());
         assert!(parse(args("echo-cores --cores 1")).is_err());
         assert!(parse(args("echo-cores --cores x")).is_err());
+        assert!(parse(args("nop --json")).is_err());
+        assert!(parse(args("nop --compare")).is_err());
     }
 }

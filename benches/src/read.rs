@@ -42,7 +42,7 @@ use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
 use crate::fio;
 use crate::harness::{alternate, Contestant, Plan};
-use crate::report::{format_rate, render_grid, Measure, Series, Summary, Tally};
+use crate::report::{self, format_rate, render_grid, Measure, Record, Row, Series, Summary, Tally};
 use crate::Opts;
 
 /// Bytes per read, and the alignment of every offset.
@@ -329,6 +329,39 @@ fn render(title: &str, series: &[Series], cpu: &[Vec<Duration>], have_fio: bool)
     if !have_fio {
         out.push_str("  fio: not installed (apt-get install fio)\n");
     }
+    let rows = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut extra = vec![
+                (
+                    "cpu_us_per_read".to_string(),
+                    median(cpu_per_read(&s.runs, &cpu[i])),
+                ),
+                ("cpus_busy".to_string(), median(cpu_busy(&s.runs, &cpu[i]))),
+            ];
+            if let Some(f) = fio {
+                extra.push(("vs_fio".to_string(), sums[i].median / sums[f].median));
+            }
+            Row {
+                name: s.name.clone(),
+                median: sums[i].median,
+                min: sums[i].min,
+                max: sums[i].max,
+                ratio: Some(sums[i].median / sums[tokio].median),
+                enters_per_op: s.enters_per_op(),
+                peak_rss_bytes: Some(s.peak_rss_kib * 1024),
+                extra,
+            }
+        })
+        .collect();
+    out.push_str(&report::record(Record {
+        name: report::record_name(title),
+        title: title.to_string(),
+        metric: "IOPS".to_string(),
+        format: Box::new(format_rate),
+        rows,
+    }));
     out
 }
 

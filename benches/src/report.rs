@@ -13,7 +13,10 @@
 
 use std::cell::Cell;
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use crate::json::Value;
 
 /// One timed run of one contestant.
 #[derive(Clone, Copy, Debug)]
@@ -86,14 +89,16 @@ impl Metric {
         }
     }
 
-    fn label(self) -> String {
+    /// The main column's unit, e.g. `nops/s` or `ns/spawn+join`.
+    pub fn label(self) -> String {
         match self {
             Metric::Rate(unit) => unit.to_string(),
             Metric::NsPerOp(op) => format!("ns/{op}"),
         }
     }
 
-    fn format(self, v: f64) -> String {
+    /// `v` as the table prints it.
+    pub fn format(self, v: f64) -> String {
         match self {
             Metric::Rate(_) => format_rate(v),
             Metric::NsPerOp(_) => format!("{v:.1}"),
@@ -182,7 +187,38 @@ impl Table {
         for note in &self.notes {
             let _ = writeln!(out, "  {note}");
         }
+        out.push_str(&record(self.record(base)));
         out
+    }
+
+    /// The figures `render` prints, for `--json` and `--compare`.
+    fn record(&self, base: f64) -> Record {
+        let metric = self.metric;
+        let rows = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let sum = Summary::of(&self.values(i));
+                Row {
+                    name: s.name.clone(),
+                    median: sum.median,
+                    min: sum.min,
+                    max: sum.max,
+                    ratio: Some(metric.speedup(sum.median, base)),
+                    enters_per_op: s.enters_per_op(),
+                    peak_rss_bytes: Some(s.peak_rss_kib * 1024),
+                    extra: vec![("runs".to_string(), s.runs.len() as f64)],
+                }
+            })
+            .collect();
+        Record {
+            name: record_name(&self.title),
+            title: self.title.clone(),
+            metric: metric.label(),
+            format: Box::new(move |v| metric.format(v)),
+            rows,
+        }
     }
 
     fn values(&self, i: usize) -> Vec<f64> {
@@ -192,6 +228,209 @@ impl Table {
             .map(|m| self.metric.value(m))
             .collect()
     }
+}
+
+/// One row of a recorded table, as `--json` writes it.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    /// The contestant.
+    pub name: String,
+    /// Median of the main metric over the measured runs.
+    pub median: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// The ratio column (how many times better than the baseline), where there is one.
+    pub ratio: Option<f64>,
+    /// `io_uring_enter` calls per operation, where counted.
+    pub enters_per_op: Option<f64>,
+    /// Peak RSS in bytes, where measured.
+    pub peak_rss_bytes: Option<u64>,
+    /// Further named figures of the row.
+    pub extra: Vec<(String, f64)>,
+}
+
+/// One printed table's figures.
+pub struct Record {
+    /// Key of the table in the JSON file, e.g. `nop` or `spawn (serial)`.
+    pub name: String,
+    /// The table's title line.
+    pub title: String,
+    /// The main column's unit (`nops/s`, `ns/op`, ...).
+    pub metric: String,
+    /// Prints a median as the table does (for `--compare`).
+    pub format: Box<dyn Fn(f64) -> String + Send>,
+    /// One per contestant.
+    pub rows: Vec<Row>,
+}
+
+impl Record {
+    fn to_json(&self) -> Value {
+        let rows = self.rows.iter().map(|r| {
+            Value::obj([
+                ("name", Value::str(&r.name)),
+                ("median", Value::Num(r.median)),
+                ("min", Value::Num(r.min)),
+                ("max", Value::Num(r.max)),
+                ("ratio", Value::opt_num(r.ratio)),
+                ("enters_per_op", Value::opt_num(r.enters_per_op)),
+                (
+                    "peak_rss_bytes",
+                    Value::opt_num(r.peak_rss_bytes.map(|b| b as f64)),
+                ),
+                (
+                    "extra",
+                    Value::obj(r.extra.iter().map(|(k, v)| (k.clone(), Value::Num(*v)))),
+                ),
+            ])
+        });
+        Value::obj([
+            ("name", Value::str(&self.name)),
+            ("title", Value::str(&self.title)),
+            ("metric", Value::str(&self.metric)),
+            ("rows", Value::Arr(rows.collect())),
+        ])
+    }
+}
+
+/// A table's key: its title up to the first `:` (`nop`, `spawn (serial)`, `read (cached)`).
+pub fn record_name(title: &str) -> String {
+    title.split(':').next().unwrap_or(title).trim().to_string()
+}
+
+/// Every table recorded so far in this process, for `--json`.
+static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
+
+/// The file `--compare` named: its path as given, and its parsed contents.
+static BASELINE: Mutex<Option<(String, Value)>> = Mutex::new(None);
+
+/// Loads the `--compare` file; every table recorded afterwards is compared with it.
+pub fn load_baseline(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--compare {path}: {e}"))?;
+    let v = crate::json::parse(&text).map_err(|e| format!("--compare {path}: {e}"))?;
+    if v.get("benchmarks").and_then(Value::as_array).is_none() {
+        return Err(format!("--compare {path}: no \"benchmarks\" array"));
+    }
+    *BASELINE.lock().unwrap_or_else(|e| e.into_inner()) = Some((path.to_string(), v));
+    Ok(())
+}
+
+/// Records a printed table for `--json`; returns the `--compare` lines to print under it
+/// (empty without `--compare`, or when the old file lacks the table or all its rows).
+pub fn record(rec: Record) -> String {
+    let out = compare(&rec);
+    RECORDS.lock().unwrap_or_else(|e| e.into_inner()).push(rec);
+    out
+}
+
+fn compare(rec: &Record) -> String {
+    let guard = BASELINE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((path, old)) = guard.as_ref() else {
+        return String::new();
+    };
+    let Some(bench) = old
+        .get("benchmarks")
+        .and_then(Value::as_array)
+        .and_then(|b| {
+            b.iter()
+                .find(|b| b.get("name").and_then(Value::as_str) == Some(&rec.name))
+        })
+    else {
+        return String::new();
+    };
+    let old_rows = bench.get("rows").and_then(Value::as_array).unwrap_or(&[]);
+    let mut out = String::new();
+    for row in &rec.rows {
+        let Some(before) = old_rows
+            .iter()
+            .find(|r| r.get("name").and_then(Value::as_str) == Some(&row.name))
+            .and_then(|r| r.get("median"))
+            .and_then(Value::as_f64)
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "  {}",
+            compare_line(path, &row.name, before, row.median, &rec.format)
+        );
+    }
+    out
+}
+
+/// `vs old.json: raw ring 11.59M -> 11.62M (+0.3%)`, with ` !` beyond ±5%.
+fn compare_line(
+    path: &str,
+    name: &str,
+    before: f64,
+    now: f64,
+    fmt: &dyn Fn(f64) -> String,
+) -> String {
+    let change = 100.0 * (now - before) / before;
+    let mark = if change.is_finite() && change.abs() <= 5.0 {
+        ""
+    } else {
+        " !"
+    };
+    let pct = if change.is_finite() {
+        format!("{change:+.1}%")
+    } else {
+        "n/a".to_string()
+    };
+    format!(
+        "vs {path}: {name} {} -> {} ({pct}){mark}",
+        fmt(before),
+        fmt(now)
+    )
+}
+
+/// Writes every recorded table to `path` as JSON (schema 1).
+pub fn write_json(path: &str, kernel: &str, cpus: &[usize]) -> std::io::Result<()> {
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    let doc = Value::obj([
+        ("schema", Value::Num(1.0)),
+        ("date", Value::str(utc_now())),
+        ("kernel", Value::str(kernel)),
+        (
+            "cpus",
+            Value::Arr(cpus.iter().map(|&c| Value::Num(c as f64)).collect()),
+        ),
+        (
+            "benchmarks",
+            Value::Arr(records.iter().map(Record::to_json).collect()),
+        ),
+    ]);
+    std::fs::write(path, doc.write_pretty())
+}
+
+/// The current time as `2024-05-01T12:34:56Z`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
 }
 
 /// Aligns `rows` (the first is the header) in columns, the first left-aligned and the others
@@ -329,6 +568,67 @@ mod tests {
     fn speedup_direction() {
         assert_eq!(Metric::Rate("x").speedup(2.0, 4.0), 0.5);
         assert_eq!(Metric::NsPerOp("x").speedup(2.0, 4.0), 2.0);
+    }
+
+    #[test]
+    fn dates_and_names() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(record_name("spawn (serial): 1000 tasks"), "spawn (serial)");
+        assert_eq!(record_name("nop"), "nop");
+    }
+
+    #[test]
+    fn compare_lines() {
+        let f = |v: f64| format_rate(v);
+        assert_eq!(
+            compare_line("a.json", "raw ring", 11.59e6, 11.62e6, &f),
+            "vs a.json: raw ring 11.59M -> 11.62M (+0.3%)"
+        );
+        assert_eq!(
+            compare_line("a.json", "x", 100.0, 90.0, &f),
+            "vs a.json: x 100.0 -> 90.0 (-10.0%) !"
+        );
+    }
+
+    #[test]
+    fn record_round_trips() {
+        let rec = Record {
+            name: "nop".into(),
+            title: "nop: \"32\" in flight".into(),
+            metric: "nops/s".into(),
+            format: Box::new(format_rate),
+            rows: vec![Row {
+                name: "raw ring".into(),
+                median: 1.5e7,
+                min: f64::NAN,
+                max: 2e7,
+                ratio: None,
+                enters_per_op: Some(0.03125),
+                peak_rss_bytes: Some(4096),
+                extra: vec![("runs".into(), 5.0)],
+            }],
+        };
+        let v = crate::json::parse(&rec.to_json().write()).unwrap();
+        assert_eq!(
+            v.get("title").and_then(Value::as_str),
+            Some(rec.title.as_str())
+        );
+        let row = &v.get("rows").and_then(Value::as_array).unwrap()[0];
+        assert_eq!(row.get("median").and_then(Value::as_f64), Some(1.5e7));
+        assert_eq!(row.get("min"), Some(&Value::Null));
+        assert_eq!(row.get("ratio"), Some(&Value::Null));
+        assert_eq!(
+            row.get("peak_rss_bytes").and_then(Value::as_f64),
+            Some(4096.0)
+        );
+        assert_eq!(
+            row.get("extra")
+                .and_then(|e| e.get("runs"))
+                .and_then(Value::as_f64),
+            Some(5.0)
+        );
     }
 
     #[test]
