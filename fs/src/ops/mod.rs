@@ -30,7 +30,6 @@ mod statx;
 mod symlink;
 mod sync_range;
 mod unlink;
-mod vectored;
 mod write;
 
 pub(crate) use fallocate::fallocate;
@@ -41,11 +40,11 @@ pub(crate) use mkdir::mkdir;
 pub(crate) use open::open;
 pub(crate) use read::read_at;
 pub(crate) use rename::rename;
+pub(crate) use runtime::driver::ops::{readv_at, writev_at};
 pub(crate) use statx::{statx_fd, statx_path};
 pub(crate) use symlink::symlink;
 pub(crate) use sync_range::sync_range;
 pub(crate) use unlink::unlink;
-pub(crate) use vectored::{readv_at, writev_at};
 pub(crate) use write::write_at;
 
 /// The data of an op that names one or two paths and gives back only success or an error

@@ -23,15 +23,14 @@ mod send;
 mod send_zc;
 mod sendmsg;
 mod shutdown;
-mod vectored;
 
 pub(crate) use accept::{accept, accept_multi, AcceptMulti};
 pub(crate) use connect::{connect, connect_to};
 pub(crate) use recv::{recv, Recv};
 pub(crate) use recv_multi::{recv_multi, RecvMulti};
 pub(crate) use recvmsg::recv_msg;
+pub(crate) use runtime::driver::ops::{readv_at, writev_at};
 pub(crate) use send::{send, Send};
 pub(crate) use send_zc::send_zc;
 pub(crate) use sendmsg::send_msg;
 pub(crate) use shutdown::{shutdown, Shutdown};
-pub(crate) use vectored::{readv, writev};

@@ -111,7 +111,7 @@ impl TcpStream {
         if bufs.iter().all(|b| b.bytes_total() == 0) {
             return (Ok(0), bufs);
         }
-        ops::readv(&self.fd, bufs).await
+        ops::readv_at(&self.fd, bufs, u64::MAX).await
     }
 
     /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_WRITEV`; the
@@ -120,7 +120,7 @@ impl TcpStream {
         if bufs.iter().all(|b| b.bytes_init() == 0) {
             return (Ok(0), bufs);
         }
-        ops::writev(&self.fd, bufs).await
+        ops::writev_at(&self.fd, bufs, u64::MAX).await
     }
 
     /// Sends `buf`'s initialised bytes once without copying them into the kernel

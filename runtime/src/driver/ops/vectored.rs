@@ -1,41 +1,37 @@
-//! `IORING_OP_READV` and `IORING_OP_WRITEV`: scatter/gather over several owned buffers.
-//! See `readv(2)`, `writev(2)`.
+//! `IORING_OP_READV` and `IORING_OP_WRITEV`: scatter/gather over several owned buffers, at
+//! an offset (`u64::MAX`: the file's position, as for sockets). See `preadv(2)`, `pwritev(2)`.
 //!
 //! The op's data owns the buffers and a boxed `iovec` array pointing into them; the SQE
-//! points at the array. Both stay put when the data moves (heap blocks), as the op API
-//! requires.
+//! points at the array. Both stay put when the data moves (heap blocks).
 
 use std::io;
 
 use io_uring::{opcode, types};
-use runtime::buf::{IoBuf, IoBufMut};
-use runtime::driver::{Completable, Cqe, Op};
 
+use crate::buf::{IoBuf, IoBufMut};
+use crate::driver::{Completable, Cqe, Op};
 use crate::fd::SharedFd;
 
-/// The data of a vectored read or write: the socket, the buffers, their iovecs.
-pub(crate) struct Vectored<B> {
+/// The data of a vectored read: the fd, the buffers, their iovecs.
+pub struct ReadvAt<B> {
     _fd: SharedFd,
     bufs: Vec<B>,
     _iovecs: Box<[libc::iovec]>,
-    read: bool,
 }
 
-impl<B: IoBufMut> Completable for Vectored<B> {
+impl<B: IoBufMut> Completable for ReadvAt<B> {
     type Output = (io::Result<usize>, Vec<B>);
 
     fn complete(self, cqe: Cqe) -> Self::Output {
         let mut bufs = self.bufs;
         let res = cqe.result.map(|n| {
-            if self.read {
-                // The kernel filled the buffers in order.
-                let mut left = n as usize;
-                for b in bufs.iter_mut() {
-                    let take = left.min(b.bytes_total());
-                    // SAFETY: the kernel wrote `take` bytes at the start of this buffer.
-                    unsafe { b.set_init(take) };
-                    left -= take;
-                }
+            // The kernel filled the buffers in order.
+            let mut left = n as usize;
+            for b in bufs.iter_mut() {
+                let take = left.min(b.bytes_total());
+                // SAFETY: the kernel wrote `take` bytes at the start of this buffer.
+                unsafe { b.set_init(take) };
+                left -= take;
             }
             n as usize
         });
@@ -44,13 +40,13 @@ impl<B: IoBufMut> Completable for Vectored<B> {
 }
 
 /// The data of a vectored write, whose buffers need only be readable.
-pub(crate) struct VectoredWrite<B> {
+pub struct WritevAt<B> {
     _fd: SharedFd,
     bufs: Vec<B>,
     _iovecs: Box<[libc::iovec]>,
 }
 
-impl<B: IoBuf> Completable for VectoredWrite<B> {
+impl<B: IoBuf> Completable for WritevAt<B> {
     type Output = (io::Result<usize>, Vec<B>);
 
     fn complete(self, cqe: Cqe) -> Self::Output {
@@ -58,8 +54,8 @@ impl<B: IoBuf> Completable for VectoredWrite<B> {
     }
 }
 
-/// Reads from `fd` into `bufs` in order (each up to its total length).
-pub(crate) fn readv<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>) -> Op<Vectored<B>> {
+/// Reads from `fd` at `pos` into `bufs` in order (each up to its total length).
+pub fn readv_at<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>, pos: u64) -> Op<ReadvAt<B>> {
     let iovecs: Box<[libc::iovec]> = bufs
         .iter_mut()
         .map(|b| libc::iovec {
@@ -68,21 +64,20 @@ pub(crate) fn readv<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>) -> Op<Vectored
         })
         .collect();
     let sqe = opcode::Readv::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
-        .offset(u64::MAX)
+        .offset(pos)
         .build();
-    let data = Vectored {
+    let data = ReadvAt {
         _fd: fd.clone(),
         bufs,
         _iovecs: iovecs,
-        read: true,
     };
     // SAFETY: the SQE points at the boxed iovecs, which point into the buffers' stable
     // blocks; the data owns all of them.
     unsafe { Op::new(data, sqe) }
 }
 
-/// Writes the initialised bytes of `bufs` to `fd`, in order.
-pub(crate) fn writev<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> Op<VectoredWrite<B>> {
+/// Writes the initialised bytes of `bufs` to `fd` at `pos`, in order.
+pub fn writev_at<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>, pos: u64) -> Op<WritevAt<B>> {
     let iovecs: Box<[libc::iovec]> = bufs
         .iter()
         .map(|b| libc::iovec {
@@ -91,13 +86,13 @@ pub(crate) fn writev<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> Op<VectoredWrite<
         })
         .collect();
     let sqe = opcode::Writev::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
-        .offset(u64::MAX)
+        .offset(pos)
         .build();
-    let data = VectoredWrite {
+    let data = WritevAt {
         _fd: fd.clone(),
         bufs,
         _iovecs: iovecs,
     };
-    // SAFETY: as for `readv`; the kernel only reads.
+    // SAFETY: as for `readv_at`; the kernel only reads.
     unsafe { Op::new(data, sqe) }
 }
