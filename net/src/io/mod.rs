@@ -10,3 +10,86 @@ mod poll;
 
 pub(crate) use owned::{read, read_exact, write, write_all};
 pub(crate) use poll::{ReadState, WriteState};
+
+/// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field.
+macro_rules! impl_as_fd {
+    ($($ty:ty),* $(,)?) => {$(
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                self.fd.raw()
+            }
+        }
+
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.fd)
+            }
+        }
+    )*};
+}
+
+/// `AsyncRead` and `AsyncBufRead` for a type with `fd: SharedFd` and `read: ReadState`
+/// fields, forwarding to the shared read state (`io::poll`).
+macro_rules! impl_async_read {
+    ($($ty:ty),* $(,)?) => {$(
+        impl futures::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.read.poll_read(&this.fd, cx, buf)
+            }
+        }
+
+        impl futures::io::AsyncBufRead for $ty {
+            fn poll_fill_buf(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<&[u8]>> {
+                let this = self.get_mut();
+                this.read.poll_fill_buf(&this.fd, cx)
+            }
+
+            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+                self.get_mut().read.consume(amt);
+            }
+        }
+    )*};
+}
+
+/// `AsyncWrite` for a type with `fd: SharedFd` and `write: WriteState` fields, forwarding
+/// to the shared write state (`io::poll`).
+macro_rules! impl_async_write {
+    ($($ty:ty),* $(,)?) => {$(
+        impl futures::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.write.poll_write(&this.fd, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_flush(&this.fd, cx)
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_close(&this.fd, cx)
+            }
+        }
+    )*};
+}
+
+pub(crate) use {impl_as_fd, impl_async_read, impl_async_write};

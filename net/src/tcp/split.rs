@@ -8,11 +8,7 @@ use std::error::Error;
 use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use futures::io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use runtime::buf::{IoBuf, IoBufMut};
 use socket2::SockRef;
 
@@ -117,69 +113,6 @@ impl OwnedWriteHalf {
     }
 }
 
-impl AsRawFd for OwnedReadHalf {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for OwnedReadHalf {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
-
-impl AsRawFd for OwnedWriteHalf {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for OwnedWriteHalf {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
-
-impl AsyncRead for OwnedReadHalf {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.read.poll_read(&this.fd, cx, buf)
-    }
-}
-
-impl AsyncBufRead for OwnedReadHalf {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        this.read.poll_fill_buf(&this.fd, cx)
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        self.get_mut().read.consume(amt);
-    }
-}
-
-impl AsyncWrite for OwnedWriteHalf {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.write.poll_write(&this.fd, cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.write.poll_flush(&this.fd, cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.write.poll_close(&this.fd, cx)
-    }
-}
+crate::io::impl_as_fd!(OwnedReadHalf, OwnedWriteHalf);
+crate::io::impl_async_read!(OwnedReadHalf);
+crate::io::impl_async_write!(OwnedWriteHalf);

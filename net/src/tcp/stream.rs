@@ -8,12 +8,9 @@
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use futures::io::{AsyncBufRead, AsyncRead, AsyncWrite};
 use runtime::buf::{BufRing, IoBuf, IoBufMut};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
@@ -210,17 +207,7 @@ impl TcpStream {
     }
 }
 
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+crate::io::impl_as_fd!(TcpStream);
 
 impl IntoRawFd for TcpStream {
     /// The fd, now the caller's to close.
@@ -236,45 +223,5 @@ impl IntoRawFd for TcpStream {
     }
 }
 
-impl AsyncRead for TcpStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.read.poll_read(&this.fd, cx, buf)
-    }
-}
-
-impl AsyncBufRead for TcpStream {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        this.read.poll_fill_buf(&this.fd, cx)
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        self.get_mut().read.consume(amt);
-    }
-}
-
-impl AsyncWrite for TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.write.poll_write(&this.fd, cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.write.poll_flush(&this.fd, cx)
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.write.poll_close(&this.fd, cx)
-    }
-}
+crate::io::impl_async_read!(TcpStream);
+crate::io::impl_async_write!(TcpStream);
