@@ -6,42 +6,12 @@
 //! Data-path errors (read, write, sync, statx on an open file) are returned unwrapped, so
 //! callers can match `raw_os_error()` directly.
 
-use std::error::Error;
 use std::ffi::CString;
-use std::fmt;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// An error with what was being done when it happened.
-#[derive(Debug)]
-struct Context {
-    what: String,
-    source: io::Error,
-}
-
-impl fmt::Display for Context {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl Error for Context {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-/// Wraps `err` with `what` ("open /tmp/x"), keeping its kind.
-pub(crate) fn context(err: io::Error, what: impl fmt::Display) -> io::Error {
-    io::Error::new(
-        err.kind(),
-        Context {
-            what: what.to_string(),
-            source: err,
-        },
-    )
-}
+pub(crate) use runtime::error::context;
 
 /// The path as the C string an SQE points at; a path with an interior NUL byte is
 /// `InvalidInput` (the kernel could never see it whole), naming the operation and path.

@@ -36,6 +36,7 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 
 pub mod buf;
 pub mod driver;
+pub mod error;
 mod executor;
 pub mod fd;
 mod macros;

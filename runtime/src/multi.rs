@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::thread;
 
 use crate::driver::RingFlags;
+use crate::error::context;
 use crate::executor::{self, Core, CoreSet, Shared};
 
 /// A worker core's thread, as the runtime holds it.
@@ -57,10 +58,7 @@ pub(crate) fn pin_to(cpu: usize) -> io::Result<()> {
         Ok(())
     } else {
         let e = io::Error::last_os_error();
-        Err(io::Error::new(
-            e.kind(),
-            format!("pinning a core to CPU {cpu}: {e}"),
-        ))
+        Err(context(e, format!("pinning a core to CPU {cpu}")))
     }
 }
 
@@ -76,7 +74,7 @@ pub(crate) fn start_worker(
     let thread = thread::Builder::new()
         .name(format!("runtime-core-{index}"))
         .spawn(move || worker_main(index, cpu, want, set, tx))
-        .map_err(|e| io::Error::new(e.kind(), format!("spawning core {index}'s thread: {e}")))?;
+        .map_err(|e| context(e, format!("spawning core {index}'s thread")))?;
     match rx.recv() {
         Ok(Ok((shared, flags))) => Ok(Worker {
             shared,
@@ -85,7 +83,7 @@ pub(crate) fn start_worker(
         }),
         Ok(Err(e)) => {
             let _ = thread.join();
-            Err(io::Error::new(e.kind(), format!("core {index}: {e}")))
+            Err(context(e, format!("core {index}")))
         }
         Err(_) => {
             let _ = thread.join();

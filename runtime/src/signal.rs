@@ -65,10 +65,7 @@ fn install() -> io::Result<()> {
         }
     });
     match err {
-        Some(e) => Err(io::Error::new(
-            e.kind(),
-            format!("installing a SIGINT handler: {e}"),
-        )),
+        Some(e) => Err(crate::error::context(e, "installing a SIGINT handler")),
         None => Ok(()),
     }
 }

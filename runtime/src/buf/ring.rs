@@ -26,6 +26,7 @@ use std::task::{Context, Poll, Waker};
 use io_uring::types::BufRingEntry;
 
 use crate::driver::Cqe;
+use crate::error::context;
 use crate::executor::{self, CoreId};
 
 /// A registered ring of provided buffers on the current core.
@@ -93,10 +94,9 @@ impl BufRing {
             )
         };
         if ring == libc::MAP_FAILED {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(
-                e.kind(),
-                format!("mmap of the buffer ring: {e}"),
+            return Err(context(
+                io::Error::last_os_error(),
+                "mmap of the buffer ring",
             ));
         }
         let ring = NonNull::new(ring.cast::<BufRingEntry>()).expect("mmap returned null");
@@ -126,10 +126,7 @@ impl BufRing {
             unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid) }
         });
         if let Err(e) = res {
-            return Err(io::Error::new(
-                e.kind(),
-                format!("registering a buffer ring (needs Linux 5.19): {e}"),
-            ));
+            return Err(context(e, "registering a buffer ring (needs Linux 5.19)"));
         }
         inner.registered.set(true);
         Ok(BufRing {

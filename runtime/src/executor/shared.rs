@@ -60,10 +60,9 @@ impl Shared {
         // SAFETY: eventfd takes no pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(
-                e.kind(),
-                format!("eventfd for the core's wake-ups: {e}"),
+            return Err(crate::error::context(
+                io::Error::last_os_error(),
+                "eventfd for the core's wake-ups",
             ));
         }
         Ok(Shared {
