@@ -17,6 +17,7 @@
 //! submission of everything queued before it (SQEs go in order, `SUBMIT_ALL`), so the
 //! kernel has run the cancel (inline, at submission) before the key can name another op.
 
+mod link;
 pub mod op;
 pub mod ops;
 mod setup;
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 use slab::Slab;
 
+pub use link::Link;
 use op::{close_raw, Lifecycle, Transition};
 pub use op::{Completable, Cqe, MultiOp, Op, Release};
 pub use setup::RingFlags;
@@ -50,6 +52,10 @@ const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
 /// How long shutdown waits for cancelled ops without any progress before it gives up on
 /// them (their memory is then leaked, never freed under the kernel).
 const SHUTDOWN_STALL: Duration = Duration::from_secs(10);
+
+/// How long a wait for a batch (see `Driver::expect_batch`) holds out for the whole batch
+/// before returning with the CQEs that arrived: the most it delays any other completion.
+const BATCH_WAIT_US: u32 = 50;
 
 /// Counters the driver keeps for [`crate::Stats`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,6 +81,10 @@ pub(crate) struct Driver {
     shutdown_progress: (usize, bool, Instant),
     /// Whether the kernel has `IORING_OP_MSG_RING` (5.18).
     msg_ring_ok: bool,
+    /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12).
+    min_timeout_ok: bool,
+    /// CQEs a parked task waits for before it can progress (see `expect_batch`).
+    batch_hint: usize,
     /// Cores whose MSG_RING wake failed: the loop wakes them by eventfd.
     failed_msg_rings: Vec<usize>,
     /// See `take_dead`.
@@ -87,6 +97,7 @@ impl Driver {
     pub(crate) fn new(want: RingFlags, wake_fd: RawFd) -> io::Result<Driver> {
         let (ring, flags) = setup::build_ring(want)?;
         let mut probe = io_uring::Probe::new();
+        let ring_min_timeout = ring.params().is_feature_min_timeout();
         let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
             && ring.submitter().register_probe(&mut probe).is_ok()
             && probe.is_supported(opcode::MsgRingData::CODE);
@@ -99,6 +110,8 @@ impl Driver {
             wake_armed: false,
             shutting_down: false,
             msg_ring_ok,
+            min_timeout_ok: ring_min_timeout,
+            batch_hint: 0,
             failed_msg_rings: Vec::new(),
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
@@ -178,6 +191,7 @@ impl Driver {
     /// without, only enters the kernel if there is something to submit or to collect.
     pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
         if !wait || timeout == Some(Duration::ZERO) {
+            self.batch_hint = 0;
             let sq = self.ring.submission();
             let pending = sq.len() as u32;
             if pending == 0 && !sq.taskrun() && !sq.cq_overflow() {
@@ -188,12 +202,28 @@ impl Driver {
             return;
         }
         self.counters.enters += 1;
-        let res = match timeout {
-            None => self.ring.submit_and_wait(1),
-            Some(d) => {
-                let ts = types::Timespec::from(d);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
+        let want = std::mem::take(&mut self.batch_hint).min(self.ops.len());
+        let res = if want > 1 && self.min_timeout_ok {
+            // A task waits for a batch (a linked chain): wait for all of it, so the kernel
+            // runs the chain's deferred work in this one enter, but for at most
+            // `BATCH_WAIT_US` before returning with whatever arrived.
+            let args = types::SubmitArgs::new().min_wait_usec(BATCH_WAIT_US);
+            match timeout {
+                None => self.ring.submitter().submit_with_args(want, &args),
+                Some(d) => {
+                    let ts = types::Timespec::from(d);
+                    let args = args.timespec(&ts);
+                    self.ring.submitter().submit_with_args(want, &args)
+                }
+            }
+        } else {
+            match timeout {
+                None => self.ring.submit_and_wait(1),
+                Some(d) => {
+                    let ts = types::Timespec::from(d);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(1, &args)
+                }
             }
         };
         if let Err(e) = res {
@@ -305,6 +335,28 @@ impl Driver {
             .user_data(WAKE_TOKEN);
         self.wake_armed = true;
         self.push(&sqe);
+    }
+
+    /// A task can make no progress before `n` more CQEs arrive (a linked chain): the next
+    /// wait asks the kernel for that many, bounded by `BATCH_WAIT_US`. Cleared by each park.
+    pub(crate) fn expect_batch(&mut self, n: usize) {
+        self.batch_hint = self.batch_hint.max(n);
+    }
+
+    /// Makes room for `n` SQEs pushed back to back (a linked chain, which must reach the
+    /// kernel in one submission): submits what the SQ holds if they would not fit.
+    pub(crate) fn reserve_sq(&mut self, n: usize) -> io::Result<()> {
+        let capacity = self.ring.submission().capacity();
+        if n > capacity {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a chain of {n} linked ops does not fit the ring's {capacity}-entry SQ"),
+            ));
+        }
+        while capacity - self.ring.submission().len() < n {
+            self.submit_now();
+        }
+        Ok(())
     }
 
     /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes its SQE.

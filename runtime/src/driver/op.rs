@@ -250,7 +250,7 @@ enum State<T> {
 /// ```
 pub struct Op<T: Completable> {
     /// The SQE, until it is pushed. Kept apart from `data` so pushing moves nothing.
-    sqe: squeue::Entry,
+    pub(super) sqe: squeue::Entry,
     /// The op's data; `None` once the output was returned.
     data: Option<T>,
     /// The slot key once submitted, else `NOT_SUBMITTED`.
@@ -285,6 +285,18 @@ impl<T: Completable> Op<T> {
     /// The op's data, while the op is not finished.
     pub fn data(&self) -> Option<&T> {
         self.data.as_ref()
+    }
+
+    /// Pushes the SQE now, waiting with `waker` (a chain's submission: see `Link`).
+    pub(crate) fn submit_on(
+        &mut self,
+        id: executor::CoreId,
+        driver: &mut super::Driver,
+        waker: &Waker,
+    ) {
+        debug_assert_eq!(self.key, NOT_SUBMITTED);
+        self.key = driver.submit_waiting(&mut self.sqe, waker);
+        self.core = Some(id);
     }
 }
 

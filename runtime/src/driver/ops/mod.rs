@@ -3,16 +3,18 @@
 //! Each is built on the public op API ([`Op`](crate::driver::Op) and
 //! [`Completable`](crate::driver::Completable)), the same seam `net` and `fs` use.
 //! Grouped by the kernel that first has them: `READV`, `WRITEV` 5.1 · `NOP`, `READ`, `WRITE`,
-//! `CLOSE` 5.6.
+//! `CLOSE` 5.6 · `POLL_ADD` 5.1.
 
 mod close;
 mod nop;
+mod poll;
 mod read;
 mod vectored;
 mod write;
 
 pub use close::{close, Close};
 pub use nop::{nop, Nop};
+pub use poll::{poll_add, PollAdd};
 pub use read::{read, Read};
 pub use vectored::{readv_at, writev_at, ReadvAt, WritevAt};
 pub use write::{write, Write};

@@ -1,0 +1,112 @@
+//! Linked ops: a chain of SQEs the kernel runs one after another (`IOSQE_IO_LINK`).
+//!
+//! The kernel starts each op of a chain only when the one before it completed successfully;
+//! when one fails (or is cancelled), the rest complete with `ECANCELED`. A chain must reach
+//! the kernel in one submission, so [`Link`] pushes all its SQEs inside one borrow of the
+//! driver, after making room in the SQ for the whole chain.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use io_uring::squeue::Flags;
+
+use crate::driver::{Completable, Op};
+use crate::executor;
+
+/// A future for a chain of linked ops of one kind; resolves to each op's output, in order.
+///
+/// Every op keeps its own lifecycle: dropping the chain drops each op, which parks its data
+/// until its final CQE and cancels it (cancelling the head of a chain cancels the rest). To
+/// link ops of different kinds, give them one data type (an enum implementing
+/// [`Completable`]).
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// let outputs = rt.block_on(async {
+///     runtime::driver::Link::new((0..10).map(|_| runtime::nop())).await
+/// });
+/// let outputs = outputs.unwrap();
+/// assert_eq!(outputs.len(), 10);
+/// assert!(outputs.iter().all(|r| r.is_ok()));
+/// ```
+pub struct Link<T: Completable> {
+    ops: Vec<Op<T>>,
+    outputs: Vec<T::Output>,
+    flag: Flags,
+    submitted: bool,
+}
+
+// The ops are `Unpin` (see `Op`), and so is everything else here.
+impl<T: Completable> Unpin for Link<T> {}
+
+impl<T: Completable> Link<T> {
+    /// Chains `ops` in order with `IOSQE_IO_LINK`. Nothing is submitted until the first
+    /// poll. A chain longer than the ring's SQ resolves to an `InvalidInput` error.
+    pub fn new(ops: impl IntoIterator<Item = Op<T>>) -> Self {
+        let ops: Vec<Op<T>> = ops.into_iter().collect();
+        Link {
+            outputs: Vec::with_capacity(ops.len()),
+            ops,
+            flag: Flags::IO_LINK,
+            submitted: false,
+        }
+    }
+
+    /// Links with `IOSQE_IO_HARDLINK` instead: a failing op does not cancel the rest.
+    pub fn hard(mut self) -> Self {
+        self.flag = Flags::IO_HARDLINK;
+        self
+    }
+
+    /// The number of ops in the chain.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the chain has no ops.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+impl<T: Completable> Future for Link<T> {
+    type Output = io::Result<Vec<T::Output>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if !this.submitted {
+            let flag = this.flag;
+            let ops = &mut this.ops;
+            executor::with_core_driver(|id, driver| {
+                driver.reserve_sq(ops.len())?;
+                let last = ops.len().saturating_sub(1);
+                for (i, op) in ops.iter_mut().enumerate() {
+                    if i < last {
+                        op.sqe = op.sqe.clone().flags(flag);
+                    }
+                    op.submit_on(id, driver, cx.waker());
+                }
+                Ok::<(), io::Error>(())
+            })?;
+            this.submitted = true;
+        }
+        // The kernel completes a chain in order: poll from the first op not yet done.
+        while this.outputs.len() < this.ops.len() {
+            let op = &mut this.ops[this.outputs.len()];
+            match Pin::new(op).poll(cx) {
+                Poll::Ready(out) => this.outputs.push(out),
+                Poll::Pending => {
+                    // Nothing to do until the rest of the chain completes: let the next wait
+                    // ask the kernel for all of it.
+                    let left = this.ops.len() - this.outputs.len();
+                    executor::with_core_driver(|_, driver| driver.expect_batch(left));
+                    return Poll::Pending;
+                }
+            }
+        }
+        this.ops.clear();
+        Poll::Ready(Ok(std::mem::take(&mut this.outputs)))
+    }
+}

@@ -1,0 +1,192 @@
+//! Linked chains (`driver::Link`) and `poll_add`: order, failure propagation, hard links,
+//! chains that must wait for SQ room, chains too long for the SQ, readiness and bad fds.
+
+mod common;
+
+use std::future::Future;
+use std::io;
+use std::os::fd::AsRawFd;
+
+use common::pipe;
+use runtime::driver::Link;
+
+#[test]
+fn chain_of_nops_completes_every_op() {
+    let rt = runtime::Runtime::new().unwrap();
+    let before = rt.stats();
+    let outputs = rt
+        .block_on(Link::new((0..100).map(|_| runtime::nop())))
+        .unwrap();
+    assert_eq!(outputs.len(), 100);
+    assert!(outputs.iter().all(|r| r.is_ok()));
+    let delta = rt.stats() - before;
+    assert!(
+        delta.sqes_submitted >= 100,
+        "all 100 SQEs pushed: {delta:?}"
+    );
+    assert!(
+        delta.enters <= 3,
+        "a chain goes to the kernel in one submission: {delta:?}"
+    );
+}
+
+#[test]
+fn linked_writes_land_in_order() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let fd = w.as_raw_fd();
+    let parts: Vec<Vec<u8>> = (0..20).map(|i| format!("{i},").into_bytes()).collect();
+    let expected: Vec<u8> = parts.concat();
+    let outputs = rt
+        .block_on(Link::new(
+            parts.into_iter().map(|p| runtime::write(fd, p, u64::MAX)),
+        ))
+        .unwrap();
+    for (res, _) in &outputs {
+        assert!(res.is_ok(), "{res:?}");
+    }
+    drop(w);
+    let mut got = Vec::new();
+    io::Read::read_to_end(&mut std::fs::File::from(r), &mut got).unwrap();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_failing_op_cancels_the_rest_of_the_chain() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    io::Write::write_all(&mut std::fs::File::from(w.try_clone().unwrap()), b"abcdef").unwrap();
+    let good = r.as_raw_fd();
+    let outputs = rt
+        .block_on(Link::new([
+            runtime::read(good, vec![0u8; 2], u64::MAX),
+            runtime::read(-1, vec![0u8; 2], u64::MAX),
+            runtime::read(good, vec![0u8; 2], u64::MAX),
+        ]))
+        .unwrap();
+    assert_eq!(outputs[0].0.as_ref().unwrap(), &2);
+    assert_eq!(&outputs[0].1, b"ab");
+    assert_eq!(
+        outputs[1].0.as_ref().unwrap_err().raw_os_error(),
+        Some(libc::EBADF)
+    );
+    assert_eq!(
+        outputs[2].0.as_ref().unwrap_err().raw_os_error(),
+        Some(libc::ECANCELED)
+    );
+}
+
+#[test]
+fn a_hard_link_runs_on_after_a_failure() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    io::Write::write_all(&mut std::fs::File::from(w.try_clone().unwrap()), b"abcdef").unwrap();
+    let good = r.as_raw_fd();
+    let outputs = rt
+        .block_on(
+            Link::new([
+                runtime::read(good, vec![0u8; 2], u64::MAX),
+                runtime::read(-1, vec![0u8; 2], u64::MAX),
+                runtime::read(good, vec![0u8; 2], u64::MAX),
+            ])
+            .hard(),
+        )
+        .unwrap();
+    assert!(outputs[1].0.is_err());
+    assert_eq!(outputs[2].0.as_ref().unwrap(), &2);
+    assert_eq!(&outputs[2].1, b"cd");
+}
+
+#[test]
+fn a_chain_waits_for_room_in_a_busy_sq() {
+    // 8-entry ring: six NOPs already queued leave no room for a chain of 8, so the chain
+    // must flush them first instead of being split across two submissions.
+    let rt = runtime::Builder::new().entries(8).build().unwrap();
+    rt.block_on(async {
+        let mut singles: Vec<_> = (0..6).map(|_| runtime::nop()).collect();
+        // Poll each once so their SQEs sit in the SQ.
+        std::future::poll_fn(|cx| {
+            for op in &mut singles {
+                assert!(std::pin::Pin::new(op).poll(cx).is_pending());
+            }
+            std::task::Poll::Ready(())
+        })
+        .await;
+        let outputs = Link::new((0..8).map(|_| runtime::nop())).await.unwrap();
+        assert!(outputs.iter().all(|r| r.is_ok()));
+        for op in singles {
+            op.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_chain_longer_than_the_sq_is_refused() {
+    let rt = runtime::Builder::new().entries(8).build().unwrap();
+    let err = rt
+        .block_on(Link::new((0..9).map(|_| runtime::nop())))
+        .unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("9 linked ops"), "{err}");
+    // The runtime carries on.
+    rt.block_on(runtime::nop()).unwrap();
+}
+
+#[test]
+fn an_empty_chain_resolves_at_once() {
+    let rt = runtime::Runtime::new().unwrap();
+    let outputs = rt.block_on(Link::new(std::iter::empty::<
+        runtime::driver::Op<runtime::driver::ops::Nop>,
+    >()));
+    assert!(outputs.unwrap().is_empty());
+}
+
+#[test]
+fn dropping_a_chain_in_flight_frees_nothing_early() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let fd = r.as_raw_fd();
+    rt.block_on(async {
+        let mut chain = Link::new((0..4).map(|_| runtime::read(fd, vec![0u8; 64], u64::MAX)));
+        // Submit, then drop while the first read waits on the empty pipe.
+        std::future::poll_fn(|cx| {
+            assert!(std::pin::Pin::new(&mut chain).poll(cx).is_pending());
+            std::task::Poll::Ready(())
+        })
+        .await;
+        drop(chain);
+        runtime::yield_now().await;
+    });
+    io::Write::write_all(&mut std::fs::File::from(w), b"late").unwrap();
+    rt.block_on(async {
+        for _ in 0..10 {
+            runtime::nop().await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn poll_add_waits_for_readiness() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let fd = r.as_raw_fd();
+    rt.block_on(async {
+        let poll = runtime::spawn_local(runtime::poll_add(fd, libc::POLLIN as u32));
+        for _ in 0..5 {
+            runtime::nop().await.unwrap();
+        }
+        assert!(!poll.is_finished(), "nothing written yet");
+        io::Write::write_all(&mut std::fs::File::from(w), b"x").unwrap();
+        let revents = poll.await.unwrap().unwrap();
+        assert_ne!(revents & libc::POLLIN as u32, 0);
+    });
+}
+
+#[test]
+fn poll_add_on_a_bad_fd_is_ebadf() {
+    let rt = runtime::Runtime::new().unwrap();
+    let err = rt
+        .block_on(runtime::poll_add(-1, libc::POLLIN as u32))
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+}
