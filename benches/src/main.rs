@@ -12,8 +12,10 @@ mod fio;
 mod harness;
 mod idle;
 mod json;
+mod link;
 mod nop;
 mod pingpong;
+mod poll;
 mod raw;
 mod raw_echo;
 mod read;
@@ -30,6 +32,8 @@ usage: bench <subcommand> [--quick] [--runs N] [--seconds S] [--cores N]
 
 subcommands:
   nop         32 IORING_OP_NOP in flight: raw ring vs this runtime
+  poll        32 POLLIN requests on 32 pipes, triggered by writes: raw ring vs runtime vs tokio
+  link        chains of 10 and 100 linked NOPs, ns per NOP: raw ring vs runtime
   spawn       spawn + join of an empty task: this runtime vs tokio current-thread
   accept      10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
   echo        connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
@@ -72,6 +76,8 @@ pub struct Opts {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Bench {
     Nop,
+    Poll,
+    Link,
     Spawn,
     Accept,
     Echo,
@@ -82,8 +88,10 @@ enum Bench {
 }
 
 impl Bench {
-    const ALL: [Bench; 8] = [
+    const ALL: [Bench; 10] = [
         Bench::Nop,
+        Bench::Poll,
+        Bench::Link,
         Bench::Spawn,
         Bench::Accept,
         Bench::Echo,
@@ -96,6 +104,8 @@ impl Bench {
     fn run(self, opts: &Opts) -> io::Result<()> {
         match self {
             Bench::Nop => nop::run(opts),
+            Bench::Poll => poll::run(opts),
+            Bench::Link => link::run(opts),
             Bench::Spawn => spawn::run(opts),
             Bench::Accept => accept::run(opts),
             Bench::Echo => echo::run(opts),
@@ -109,6 +119,8 @@ impl Bench {
     fn name(self) -> &'static str {
         match self {
             Bench::Nop => "nop",
+            Bench::Poll => "poll",
+            Bench::Link => "link",
             Bench::Spawn => "spawn",
             Bench::Accept => "accept",
             Bench::Echo => "echo",
