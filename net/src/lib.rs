@@ -60,6 +60,8 @@ mod accept_stream;
 mod addr;
 mod error;
 mod fd;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 mod io;
 mod ops;
 mod recv_stream;

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Side by side (issue 7), one run each, printed as a markdown table:
+#  - hyper on this runtime (1 core) vs the same service on tokio current-thread and
+#    multi-thread: wrk -c 64 -d 5s. Target: >= 1.2x tokio current-thread.
+#  - the redis example (1 core) vs redis-server (persistence off): redis-benchmark -P 16
+#    -c 50, GET and SET. Target: >= redis-server's requests/s.
+#  - examples cp vs cp on a 1 GiB file (page cache warm). Target: <= cp's time.
+# With 2+ CPUs, servers run on CPU 0 and clients on CPU 1 (taskset).
+# Needs: wrk, redis-tools, redis-server. Usage: scripts/examples_bench.sh (honours
+# CARGO_TARGET_DIR); about 1 minute after the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release -p examples --bins
+cargo build --release -p benches --bin hyper_tokio
+BIN="${CARGO_TARGET_DIR:-target}/release"
+WORK="$(mktemp -d "${BENCH_DIR:-/tmp}/examples_bench.XXXXXX")"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ "$(nproc)" -ge 2 ]; then SRV=(taskset -c 0); CLI=(taskset -c 1); else SRV=(); CLI=(); fi
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "nothing listens on $1" >&2; exit 1
+}
+# run_server CMD...: starts it on CPU 0; sets PID (PORT chosen by the caller).
+run_server() { "${SRV[@]}" "$@" >/dev/null 2>&1 & PID=$!; PIDS+=("$PID"); wait_port "$PORT"; }
+stop_server() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+
+wrk_rps() {
+    "${CLI[@]}" wrk -t1 -c64 -d5s "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt"
+    ! grep -Eq 'Socket errors|Non-2xx' "$WORK/wrk.txt" || { cat "$WORK/wrk.txt" >&2; exit 1; }
+    awk '/^Requests\/sec/ {print $2}' "$WORK/wrk.txt"
+}
+
+PORT=$(free_port); run_server "$BIN/http" --port "$PORT"; http_ours=$(wrk_rps); stop_server
+PORT=$(free_port); run_server "$BIN/hyper_tokio" --port "$PORT" --flavor current
+http_ct=$(wrk_rps); stop_server
+PORT=$(free_port); run_server "$BIN/hyper_tokio" --port "$PORT" --flavor multi
+http_mt=$(wrk_rps); stop_server
+
+# redis-benchmark --csv: "GET","812345.00",...
+rb_rps() {
+    "${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -P 16 -c 50 -n 2000000 --csv \
+        2>/dev/null | tr -d '"' | awk -F, -v t="$1" '$1 == t {print $2}'
+}
+PORT=$(free_port); run_server "$BIN/redis" --port "$PORT"
+ours_csv=$("${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -P 16 -c 50 -n 2000000 --csv 2>/dev/null | tr -d '"')
+stop_server
+PORT=$(free_port)
+run_server redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no
+theirs_csv=$("${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$PORT" -t set,get -P 16 -c 50 -n 2000000 --csv 2>/dev/null | tr -d '"')
+stop_server
+field() { awk -F, -v t="$2" '$1 == t {print $2}' <<<"$1"; }
+set_ours=$(field "$ours_csv" SET); get_ours=$(field "$ours_csv" GET)
+set_theirs=$(field "$theirs_csv" SET); get_theirs=$(field "$theirs_csv" GET)
+
+head -c $((1 << 30)) /dev/urandom >"$WORK/src"
+cat "$WORK/src" >/dev/null
+secs() { local t0 t1; t0=$(date +%s.%N); "$@"; t1=$(date +%s.%N); echo "$t1 - $t0" | bc -l; }
+cp_ours=$(secs "${SRV[@]}" "$BIN/cp" "$WORK/src" "$WORK/dst1"); rm -f "$WORK/dst1"
+cp_theirs=$(secs "${SRV[@]}" cp "$WORK/src" "$WORK/dst2"); rm -f "$WORK/dst2"
+
+r() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+f() { awk -v a="$1" 'BEGIN { if (a >= 1e6) printf "%.2fM", a / 1e6; else printf "%.1fk", a / 1e3 }'; }
+echo
+echo "$(date -u +%F), $(nproc) CPU(s), one run each; servers on CPU 0, clients on CPU 1"
+echo
+echo "| comparison | this runtime | against | ratio (target) |"
+echo "|---|---|---|---|"
+echo "| hyper, \`wrk -c 64 -d 5s\` | $(f "$http_ours") req/s | tokio current-thread $(f "$http_ct") req/s | $(r "$http_ours" "$http_ct") (>= 1.2x) |"
+echo "| hyper, \`wrk -c 64 -d 5s\` | $(f "$http_ours") req/s | tokio multi-thread $(f "$http_mt") req/s | $(r "$http_ours" "$http_mt") |"
+echo "| redis SET, \`redis-benchmark -P 16 -c 50\` | $(f "$set_ours") req/s | redis-server $(f "$set_theirs") req/s | $(r "$set_ours" "$set_theirs") (>= 1x) |"
+echo "| redis GET, \`redis-benchmark -P 16 -c 50\` | $(f "$get_ours") req/s | redis-server $(f "$get_theirs") req/s | $(r "$get_ours" "$get_theirs") (>= 1x) |"
+echo "| cp 1 GiB (page cache) | $(printf %.3f "$cp_ours") s | cp $(printf %.3f "$cp_theirs") s | $(r "$cp_theirs" "$cp_ours") as fast (>= 1x) |"
