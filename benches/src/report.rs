@@ -159,27 +159,37 @@ impl Table {
     /// Renders the table as aligned text.
     pub fn render(&self) -> String {
         let base = Summary::of(&self.values(self.baseline)).median;
-        let mut rows = vec![vec![
+        let tokio = self.tokio_median();
+        let mut header = vec![
             String::new(),
             format!("{} median", self.metric.label()),
             "min".to_string(),
             "max".to_string(),
             self.ratio_label.clone(),
-            "enters/op".to_string(),
-            "peak RSS".to_string(),
-        ]];
+        ];
+        if tokio.is_some() {
+            header.push("vs tokio".to_string());
+        }
+        header.extend(["enters/op".to_string(), "peak RSS".to_string()]);
+        let mut rows = vec![header];
         for (i, s) in self.series.iter().enumerate() {
             let sum = Summary::of(&self.values(i));
-            rows.push(vec![
+            let mut row = vec![
                 s.name.clone(),
                 self.metric.format(sum.median),
                 self.metric.format(sum.min),
                 self.metric.format(sum.max),
                 format!("{:.2}x", self.metric.speedup(sum.median, base)),
+            ];
+            if let Some(t) = tokio {
+                row.push(format!("{:.2}x", self.metric.speedup(sum.median, t)));
+            }
+            row.extend([
                 s.enters_per_op()
                     .map_or_else(|| "-".to_string(), format_per_op),
                 format_kib(s.peak_rss_kib),
             ]);
+            rows.push(row);
         }
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.title);
@@ -194,24 +204,28 @@ impl Table {
     /// The figures `render` prints, for `--json` and `--compare`.
     fn record(&self, base: f64) -> Record {
         let metric = self.metric;
-        let rows = self
-            .series
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let sum = Summary::of(&self.values(i));
-                Row {
-                    name: s.name.clone(),
-                    median: sum.median,
-                    min: sum.min,
-                    max: sum.max,
-                    ratio: Some(metric.speedup(sum.median, base)),
-                    enters_per_op: s.enters_per_op(),
-                    peak_rss_bytes: Some(s.peak_rss_kib * 1024),
-                    extra: vec![("runs".to_string(), s.runs.len() as f64)],
-                }
-            })
-            .collect();
+        let rows =
+            self.series
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let sum = Summary::of(&self.values(i));
+                    Row {
+                        name: s.name.clone(),
+                        median: sum.median,
+                        min: sum.min,
+                        max: sum.max,
+                        ratio: Some(metric.speedup(sum.median, base)),
+                        enters_per_op: s.enters_per_op(),
+                        peak_rss_bytes: Some(s.peak_rss_kib * 1024),
+                        extra: std::iter::once(("runs".to_string(), s.runs.len() as f64))
+                            .chain(self.tokio_median().map(|t| {
+                                ("ratio_vs_tokio".to_string(), metric.speedup(sum.median, t))
+                            }))
+                            .collect(),
+                    }
+                })
+                .collect();
         Record {
             name: record_name(&self.title),
             title: self.title.clone(),
@@ -219,6 +233,16 @@ impl Table {
             format: Box::new(move |v| metric.format(v)),
             rows,
         }
+    }
+
+    /// The median of the first tokio row, when the table has one and it is not already the
+    /// baseline: the second ratio column ("vs tokio") every row gets then.
+    fn tokio_median(&self) -> Option<f64> {
+        let i = self
+            .series
+            .iter()
+            .position(|s| s.name.starts_with("tokio"))?;
+        (i != self.baseline).then(|| Summary::of(&self.values(i)).median)
     }
 
     fn values(&self, i: usize) -> Vec<f64> {
