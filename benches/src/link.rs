@@ -16,8 +16,8 @@ use std::time::Instant;
 use io_uring::{opcode, squeue};
 
 use crate::harness::{alternate, Contestant, Plan};
-use crate::raw::RawRing;
-use crate::report::{Measure, Metric, Table, Tally};
+use crate::raw::{drain_exact, RawRing};
+use crate::report::{timed, Measure, Metric, Table, Tally};
 use crate::Opts;
 
 /// Runs the benchmark and prints its tables, one per chain length.
@@ -91,18 +91,7 @@ fn raw_chains(raw: &mut RawRing, count: u64, chain: usize) -> io::Result<Measure
             .map_err(|_| io::Error::other("SQ full with nothing in flight"))?;
         ring.submit_and_wait(chain)?;
         enters += 1;
-        let mut reaped = 0;
-        for cqe in ring.completion() {
-            if cqe.result() < 0 {
-                return Err(io::Error::from_raw_os_error(-cqe.result()));
-            }
-            reaped += 1;
-        }
-        if reaped != chain {
-            return Err(io::Error::other(format!(
-                "submit_and_wait({chain}) returned with {reaped} CQEs"
-            )));
-        }
+        drain_exact(ring, chain)?;
         done += chain as u64;
     }
     Ok(Measure {
@@ -118,9 +107,7 @@ fn runtime_chains(
     chain: usize,
     tally: &Tally,
 ) -> io::Result<Measure> {
-    rt.block_on(async move {
-        let before = runtime::stats().expect("inside the runtime");
-        let start = Instant::now();
+    rt.block_on(timed(tally, async move {
         let mut done = 0;
         while done < count {
             let outputs = runtime::driver::Link::new((0..chain).map(|_| runtime::nop())).await?;
@@ -129,31 +116,15 @@ fn runtime_chains(
             }
             done += chain as u64;
         }
-        let elapsed = start.elapsed();
-        let delta = runtime::stats().expect("inside the runtime") - before;
-        tally.add(done, delta);
-        Ok(Measure {
-            ops: done,
-            elapsed,
-            enters: Some(delta.enters),
-        })
-    })
+        Ok(done)
+    }))
 }
 
 fn runtime_serial(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<Measure> {
-    rt.block_on(async move {
-        let before = runtime::stats().expect("inside the runtime");
-        let start = Instant::now();
+    rt.block_on(timed(tally, async move {
         for _ in 0..count {
             runtime::nop().await?;
         }
-        let elapsed = start.elapsed();
-        let delta = runtime::stats().expect("inside the runtime") - before;
-        tally.add(count, delta);
-        Ok(Measure {
-            ops: count,
-            elapsed,
-            enters: Some(delta.enters),
-        })
-    })
+        Ok(count)
+    }))
 }

@@ -20,8 +20,8 @@ use std::time::Instant;
 use io_uring::{opcode, types};
 
 use crate::harness::{alternate, Contestant, Plan};
-use crate::raw::RawRing;
-use crate::report::{Measure, Metric, Table, Tally};
+use crate::raw::{drain_exact, RawRing};
+use crate::report::{timed, Measure, Metric, Table, Tally};
 use crate::Opts;
 
 /// Pipes (and poll requests) per iteration, as in the seed.
@@ -146,18 +146,7 @@ fn raw_polls(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Measure
         pipes.trigger()?;
         ring.submit_and_wait(PIPES)?;
         enters += 2;
-        let mut reaped = 0;
-        for cqe in ring.completion() {
-            if cqe.result() < 0 {
-                return Err(io::Error::from_raw_os_error(-cqe.result()));
-            }
-            reaped += 1;
-        }
-        if reaped != PIPES {
-            return Err(io::Error::other(format!(
-                "{reaped} of {PIPES} polls completed"
-            )));
-        }
+        drain_exact(ring, PIPES)?;
         for r in &pipes.read {
             sys_read(r.as_raw_fd())?;
         }
@@ -176,9 +165,7 @@ fn runtime_polls(
     count: u64,
     tally: &Tally,
 ) -> io::Result<Measure> {
-    rt.block_on(async move {
-        let before = runtime::stats().expect("inside the runtime");
-        let start = Instant::now();
+    rt.block_on(timed(tally, async move {
         let mut ops = Vec::with_capacity(PIPES);
         let mut done = 0;
         while done < count {
@@ -208,15 +195,8 @@ fn runtime_polls(
             }
             done += PIPES as u64;
         }
-        let elapsed = start.elapsed();
-        let delta = runtime::stats().expect("inside the runtime") - before;
-        tally.add(done, delta);
-        Ok(Measure {
-            ops: done,
-            elapsed,
-            enters: Some(delta.enters),
-        })
-    })
+        Ok(done)
+    }))
 }
 
 fn tokio_polls(rt: &tokio::runtime::Runtime, pipes: &Pipes, count: u64) -> io::Result<Measure> {

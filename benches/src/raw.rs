@@ -95,18 +95,7 @@ impl RawRing {
                 .map_err(|_| io::Error::other("SQ full with nothing in flight"))?;
             self.ring.submit_and_wait(n)?;
             enters += 1;
-            let mut reaped = 0;
-            for cqe in self.ring.completion() {
-                if cqe.result() < 0 {
-                    return Err(io::Error::from_raw_os_error(-cqe.result()));
-                }
-                reaped += 1;
-            }
-            if reaped != n {
-                return Err(io::Error::other(format!(
-                    "submit_and_wait({n}) returned with {reaped} CQEs"
-                )));
-            }
+            drain_exact(&mut self.ring, n)?;
             done += n as u64;
         }
         Ok(Measure {
@@ -115,6 +104,23 @@ impl RawRing {
             enters: Some(enters),
         })
     }
+}
+
+/// Drains the CQ, which must hold exactly `want` CQEs, all successful.
+pub fn drain_exact(ring: &mut IoUring, want: usize) -> io::Result<()> {
+    let mut reaped = 0;
+    for cqe in ring.completion() {
+        if cqe.result() < 0 {
+            return Err(io::Error::from_raw_os_error(-cqe.result()));
+        }
+        reaped += 1;
+    }
+    if reaped != want {
+        return Err(io::Error::other(format!(
+            "waited for {want} CQEs, reaped {reaped}"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

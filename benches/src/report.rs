@@ -520,6 +520,26 @@ impl Tally {
     }
 }
 
+/// Runs `work` (which resolves to the number of operations it did) inside a runtime, timing
+/// it and adding the runtime's counter deltas to `tally`: the measuring frame every runtime
+/// contestant shares.
+pub async fn timed(
+    tally: &Tally,
+    work: impl std::future::Future<Output = std::io::Result<u64>>,
+) -> std::io::Result<Measure> {
+    let before = runtime::stats().expect("inside the runtime");
+    let start = std::time::Instant::now();
+    let ops = work.await?;
+    let elapsed = start.elapsed();
+    let delta = runtime::stats().expect("inside the runtime") - before;
+    tally.add(ops, delta);
+    Ok(Measure {
+        ops,
+        elapsed,
+        enters: Some(delta.enters),
+    })
+}
+
 /// Peak resident set size of this process in KiB since the last [`reset_peak_rss`]:
 /// `VmHWM` from `/proc/self/status`, else getrusage's `ru_maxrss` (KiB on Linux).
 pub fn peak_rss_kib() -> u64 {

@@ -287,7 +287,8 @@ impl<T: Completable> Op<T> {
         self.data.as_ref()
     }
 
-    /// Pushes the SQE now, waiting with `waker` (a chain's submission: see `Link`).
+    /// Pushes the SQE now, waiting with `waker` (the first poll, or a chain's submission).
+    #[inline]
     pub(crate) fn submit_on(
         &mut self,
         id: executor::CoreId,
@@ -311,8 +312,7 @@ impl<T: Completable> Future for Op<T> {
             if key == NOT_SUBMITTED {
                 assert!(this.data.is_some(), "op polled after it completed");
                 // The first poll submits with the waker in place: the CQE cannot be there yet.
-                this.key = driver.submit_waiting(&mut this.sqe, cx.waker());
-                this.core = Some(id);
+                this.submit_on(id, driver, cx.waker());
                 return Poll::Pending;
             }
             assert!(
