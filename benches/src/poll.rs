@@ -10,6 +10,10 @@
 //!   their SQEs), yields so the loop submits them, writes, awaits each, reads.
 //! - `tokio`: 32 `AsyncFd`s on the same pipes (epoll, edge-triggered): write 32, await each
 //!   `readable()`, read, clear the readiness.
+//!
+//! A second table arms each pipe's poll once per run (`IORING_POLL_ADD_MULTI`), as tokio's
+//! epoll registration stays armed: `raw ring multishot` (one `submit_and_wait(32)` per
+//! iteration), `runtime multishot` (32 `runtime::poll_multi` streams), and tokio again.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -44,7 +48,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         .enable_io()
         .build()?;
     let raw_flags = raw.flags();
-    let tally = Tally::default();
+    let (tally, tally_multi) = (Tally::default(), Tally::default());
     let mut contestants = vec![
         Contestant::new("raw ring", |n| raw_polls(&mut raw, &pipes, n)),
         Contestant::new("runtime", |n| runtime_polls(&rt, &pipes, n, &tally)),
@@ -67,6 +71,35 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             format!("raw ring flags: {raw_flags}"),
             tally.note("runtime"),
             "target: runtime >= 0.8x raw and ahead of tokio".to_string(),
+        ],
+    };
+    print!("{}", table.render());
+
+    // The same waits with each pipe's poll armed once (IORING_POLL_ADD_MULTI), the io_uring
+    // analogue of tokio's standing epoll registration.
+    let mut contestants = vec![
+        Contestant::new("raw ring multishot", |n| raw_multishot(&mut raw, &pipes, n)),
+        Contestant::new("runtime multishot", |n| {
+            runtime_multishot(&rt, &pipes, n, &tally_multi)
+        }),
+        Contestant::new("tokio current-thread", |n| {
+            tokio_polls(&tokio_rt, &pipes, n)
+        }),
+    ];
+    let (series, count) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    let table = Table {
+        title: format!(
+            "poll (multishot): {PIPES} pipes, each poll armed once per run, {count} events per run, median of {} runs",
+            plan.runs
+        ),
+        metric: Metric::Rate("polls/s"),
+        ratio_label: "vs raw".to_string(),
+        baseline: 0,
+        series,
+        notes: vec![
+            tally_multi.note("runtime multishot"),
+            "runtime::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration".to_string(),
         ],
     };
     print!("{}", table.render());
@@ -226,4 +259,103 @@ fn tokio_polls(rt: &tokio::runtime::Runtime, pipes: &Pipes, count: u64) -> io::R
             enters: None,
         })
     })
+}
+
+/// As `raw_polls`, with each pipe's poll armed once (`IORING_POLL_ADD_MULTI`): one enter per
+/// iteration, which submits nothing and waits for the 32 events.
+fn raw_multishot(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Measure> {
+    let sqes: Vec<_> = pipes
+        .read
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            opcode::PollAdd::new(types::Fd(r.as_raw_fd()), libc::POLLIN as u32)
+                .multi(true)
+                .build()
+                .user_data(i as u64)
+        })
+        .collect();
+    let ring = raw.ring();
+    let start = Instant::now();
+    // SAFETY: a poll request points at no memory; the pipes outlive the requests, which are
+    // cancelled and reaped below.
+    unsafe { ring.submission().push_multiple(&sqes) }
+        .map_err(|_| io::Error::other("SQ full with nothing in flight"))?;
+    ring.submit()?;
+    let mut enters = 1;
+    let mut done = 0;
+    while done < count {
+        pipes.trigger()?;
+        ring.submit_and_wait(PIPES)?;
+        enters += 1;
+        let mut reaped = 0;
+        for cqe in ring.completion() {
+            if cqe.result() < 0 || !io_uring::cqueue::more(cqe.flags()) {
+                return Err(io::Error::other(format!(
+                    "multishot poll ended: res {}, flags {:#x}",
+                    cqe.result(),
+                    cqe.flags()
+                )));
+            }
+            reaped += 1;
+        }
+        if reaped != PIPES {
+            return Err(io::Error::other(format!(
+                "reaped {reaped} of {PIPES} events"
+            )));
+        }
+        for r in &pipes.read {
+            sys_read(r.as_raw_fd())?;
+        }
+        done += PIPES as u64;
+    }
+    let elapsed = start.elapsed();
+    // Cancel the requests and reap their final CQEs (and the cancels' own) before the ring
+    // is used again.
+    for i in 0..PIPES as u64 {
+        let cancel = opcode::AsyncCancel::new(i).build().user_data(u64::MAX);
+        // SAFETY: a cancel request points at no memory.
+        unsafe { ring.submission().push(&cancel) }
+            .map_err(|_| io::Error::other("SQ full while cancelling"))?;
+    }
+    let mut left = 2 * PIPES;
+    while left > 0 {
+        ring.submit_and_wait(1)?;
+        left -= ring.completion().count().min(left);
+    }
+    Ok(Measure {
+        ops: done,
+        elapsed,
+        enters: Some(enters),
+    })
+}
+
+/// As `runtime_polls`, with one `runtime::poll_multi` stream per pipe for the whole run.
+fn runtime_multishot(
+    rt: &runtime::Runtime,
+    pipes: &Pipes,
+    count: u64,
+    tally: &Tally,
+) -> io::Result<Measure> {
+    use futures::StreamExt;
+    rt.block_on(timed(tally, async move {
+        let mut streams: Vec<_> = pipes
+            .read
+            .iter()
+            .map(|r| runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32))
+            .collect();
+        let mut done = 0;
+        while done < count {
+            pipes.trigger()?;
+            for (s, r) in streams.iter_mut().zip(&pipes.read) {
+                match s.next().await {
+                    Some(revents) => revents?,
+                    None => return Err(io::Error::other("multishot poll ended")),
+                };
+                sys_read(r.as_raw_fd())?;
+            }
+            done += PIPES as u64;
+        }
+        Ok(done)
+    }))
 }

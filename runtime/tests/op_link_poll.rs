@@ -190,3 +190,75 @@ fn poll_add_on_a_bad_fd_is_ebadf() {
         .unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EBADF));
 }
+
+#[test]
+fn poll_multi_reports_every_readiness_from_one_sqe() {
+    use futures::StreamExt;
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let (mut r, mut w) = (std::fs::File::from(r), std::fs::File::from(w));
+    let fd = r.as_raw_fd();
+    rt.block_on(async {
+        let before = runtime::stats().unwrap();
+        let mut ready = runtime::poll_multi(fd, libc::POLLIN as u32);
+        for i in 0..5u8 {
+            // Nothing written: the next event is not there yet.
+            let mut next = tokio_test::task::spawn(ready.next());
+            tokio_test::assert_pending!(next.poll());
+            drop(next);
+            for _ in 0..3 {
+                runtime::nop().await.unwrap();
+            }
+            let mut next = tokio_test::task::spawn(ready.next());
+            tokio_test::assert_pending!(next.poll());
+            drop(next);
+            io::Write::write_all(&mut w, &[i]).unwrap();
+            let revents = ready.next().await.unwrap().unwrap();
+            assert_ne!(revents & libc::POLLIN as u32, 0);
+            let mut byte = [0u8; 1];
+            io::Read::read_exact(&mut r, &mut byte).unwrap();
+            assert_eq!(byte[0], i);
+        }
+        let after = runtime::stats().unwrap() - before;
+        // One poll SQE for the five waits, plus the nops.
+        assert_eq!(after.sqes_submitted, 1 + 5 * 3);
+        ready.cancel();
+        assert!(ready.next().await.is_none(), "a cancelled poll ends");
+        assert!(ready.next().await.is_none());
+    });
+}
+
+#[test]
+fn poll_multi_on_a_bad_fd_yields_ebadf_then_ends() {
+    use futures::StreamExt;
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut ready = runtime::poll_multi(-1, libc::POLLIN as u32);
+        let err = ready.next().await.unwrap().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+        assert!(ready.next().await.is_none());
+    });
+}
+
+#[test]
+fn dropping_an_armed_poll_multi_leaves_the_runtime_sane() {
+    use futures::StreamExt;
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let mut w = std::fs::File::from(w);
+    rt.block_on(async {
+        let mut ready = runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
+        let mut next = tokio_test::task::spawn(ready.next());
+        tokio_test::assert_pending!(next.poll());
+        drop(next);
+        drop(ready);
+        // The cancelled request's CQEs arrive and are dropped by the driver.
+        io::Write::write_all(&mut w, b"x").unwrap();
+        for _ in 0..10 {
+            runtime::nop().await.unwrap();
+        }
+        // A new request on the same fd sees the byte still there.
+        let mut again = runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
+        assert!(again.next().await.unwrap().is_ok());
+    });
+}

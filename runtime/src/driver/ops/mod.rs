@@ -14,7 +14,7 @@ mod write;
 
 pub use close::{close, Close};
 pub use nop::{nop, Nop};
-pub use poll::{poll_add, PollAdd};
+pub use poll::{poll_add, poll_multi, PollAdd, PollStream};
 pub use read::{read, Read};
 pub use vectored::{readv_at, writev_at, ReadvAt, WritevAt};
 pub use write::{write, Write};

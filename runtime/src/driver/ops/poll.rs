@@ -2,10 +2,13 @@
 
 use std::io;
 use std::os::fd::RawFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
+use futures::Stream;
 use io_uring::{opcode, types};
 
-use crate::driver::{Completable, Cqe, Op};
+use crate::driver::{Completable, Cqe, MultiOp, Op};
 
 /// The data of a poll request: none (the fd and the event mask are in the SQE).
 #[derive(Debug)]
@@ -40,4 +43,84 @@ pub fn poll_add(fd: RawFd, events: u32) -> Op<PollAdd> {
     let sqe = opcode::PollAdd::new(types::Fd(fd), events).build();
     // SAFETY: a poll request points at no memory.
     unsafe { Op::new(PollAdd, sqe) }
+}
+
+/// The stream [`poll_multi`] returns: one item per readiness event, until the kernel ends
+/// the request.
+///
+/// Dropping it while armed hands the request to the driver, which cancels it and keeps its
+/// slot until the final CQE.
+pub struct PollStream {
+    op: MultiOp<()>,
+}
+
+impl std::fmt::Debug for PollStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollStream")
+            .field("armed", &self.op.is_armed())
+            .finish()
+    }
+}
+
+/// Waits for `fd` to have one of `events`, again and again: one multishot
+/// `IORING_OP_POLL_ADD` (`IORING_POLL_ADD_MULTI`, Linux 5.13) armed once, yielding the
+/// events set (`revents`) each time the fd's wait queue is woken with one of them.
+///
+/// Compared with a [`poll_add`] per wait, the request is submitted once, so a loop that
+/// waits on the same fd over and over pays one SQE in total, the way an epoll registration
+/// does. Drain the fd (read what is there) before the next wait, as with edge-triggered
+/// epoll: an event already consumed is not reported again.
+///
+/// The stream ends (`None`) after [`PollStream::cancel`], or after an item the kernel sent
+/// as the last one (an error such as `EBADF`, or the request stopped for lack of CQ room),
+/// in which case call `poll_multi` again to re-arm. As with [`poll_add`], the op names `fd`
+/// by number: keep it open while the stream lives.
+///
+/// ```
+/// use futures::StreamExt;
+/// use std::io::{Read, Write};
+/// use std::os::fd::AsRawFd;
+///
+/// let rt = runtime::Runtime::new().unwrap();
+/// let (mut reader, mut writer) = std::io::pipe().unwrap();
+/// rt.block_on(async {
+///     let mut ready = runtime::poll_multi(reader.as_raw_fd(), libc::POLLIN as u32);
+///     for _ in 0..3 {
+///         writer.write_all(b"x").unwrap();
+///         let revents = ready.next().await.unwrap().unwrap();
+///         assert_ne!(revents & libc::POLLIN as u32, 0);
+///         reader.read_exact(&mut [0u8; 1]).unwrap();
+///     }
+/// });
+/// ```
+pub fn poll_multi(fd: RawFd, events: u32) -> PollStream {
+    let sqe = opcode::PollAdd::new(types::Fd(fd), events)
+        .multi(true)
+        .build();
+    // SAFETY: a poll request points at no memory; POLL_ADD with IORING_POLL_ADD_MULTI is a
+    // multishot opcode.
+    let op = unsafe { MultiOp::new((), sqe, false) };
+    PollStream { op }
+}
+
+impl PollStream {
+    /// Stops the request: the events already posted are still yielded, then the stream ends.
+    pub fn cancel(&mut self) {
+        self.op.cancel();
+    }
+}
+
+impl Stream for PollStream {
+    type Item = io::Result<u32>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<io::Result<u32>>> {
+        let Some(cqe) = std::task::ready!(self.get_mut().op.poll_next_cqe(cx)) else {
+            return Poll::Ready(None);
+        };
+        match cqe.result {
+            // The final CQE of a cancelled request carries no event: the stream just ends.
+            Err(e) if !cqe.more() && e.raw_os_error() == Some(libc::ECANCELED) => Poll::Ready(None),
+            result => Poll::Ready(Some(result)),
+        }
+    }
 }
