@@ -243,6 +243,11 @@ impl Driver {
             for cqe in self.ring.completion() {
                 n += 1;
                 let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
+                // Hot path first: an op's CQE (its slot key, far below the driver's tokens).
+                if ud < MSG_SRC_FLOOR {
+                    complete_op(&mut self.ops, &mut self.dead, ud as usize, res, flags);
+                    continue;
+                }
                 match ud {
                     CANCEL_TOKEN => {}
                     // Wake-ups: their CQE ended the wait; the loop reads the core's `notified`
@@ -254,30 +259,8 @@ impl Driver {
                             self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
                         }
                     }
-                    key => {
-                        let key = key as usize;
-                        let Some(slot) = self.ops.get_mut(key) else {
-                            panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
-                        };
-                        match slot.complete(res, flags) {
-                            Transition::Keep => {}
-                            // Wakers only queue their task (ours) or set a flag; none re-enters
-                            // the driver, so they are woken in the same pass.
-                            Transition::Wake(w) => w.wake(),
-                            Transition::Remove { close_fd } => {
-                                if let Some(fd) = close_fd {
-                                    close_raw(fd);
-                                }
-                                match self.ops.remove(key) {
-                                    Lifecycle::Ignored { data, .. } => self.dead.push(data),
-                                    Lifecycle::IgnoredMulti { data } => {
-                                        self.dead.push(Box::new(data))
-                                    }
-                                    other => drop(other),
-                                }
-                            }
-                        }
-                    }
+                    // Below MSG_SRC_FLOOR: handled above.
+                    _ => {}
                 }
             }
             if !self.ring.submission().cq_overflow() {
@@ -379,8 +362,9 @@ impl Driver {
         key
     }
 
-    /// Polls a single-shot op's slot: its CQE, or `Pending` with the waker stored.
-    #[inline]
+    /// Polls a single-shot op's slot: its CQE (spending a unit of the task's poll budget), or
+    /// `Pending` with the waker stored (or, out of budget, with the task woken to yield).
+    #[inline(always)]
     pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
         let slot = &mut self.ops[key];
         match slot {
@@ -391,6 +375,10 @@ impl Driver {
                 Poll::Pending
             }
             Lifecycle::Completed { res, flags } => {
+                if !crate::executor::coop::try_spend(cx) {
+                    // Out of budget: the task was woken and yields; the CQE stays here.
+                    return Poll::Pending;
+                }
                 let cqe = Cqe::from_raw(*res, *flags);
                 // Hot path: a `Completed` slot owns nothing, so skip its drop glue.
                 std::mem::forget(self.ops.remove(key));
@@ -571,5 +559,35 @@ impl Drop for Driver {
             self.shutdown_start();
         }
         while !self.shutdown_step() {}
+    }
+}
+
+/// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.
+#[inline]
+fn complete_op(
+    ops: &mut Slab<Lifecycle>,
+    dead: &mut Vec<Box<dyn std::any::Any>>,
+    key: usize,
+    res: i32,
+    flags: u32,
+) {
+    let Some(slot) = ops.get_mut(key) else {
+        panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
+    };
+    match slot.complete(res, flags) {
+        Transition::Keep => {}
+        // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
+        // so they are woken in the same pass.
+        Transition::Wake(w) => w.wake(),
+        Transition::Remove { close_fd } => {
+            if let Some(fd) = close_fd {
+                close_raw(fd);
+            }
+            match ops.remove(key) {
+                Lifecycle::Ignored { data, .. } => dead.push(data),
+                Lifecycle::IgnoredMulti { data } => dead.push(Box::new(data)),
+                other => drop(other),
+            }
+        }
     }
 }

@@ -319,10 +319,8 @@ impl<T: Completable> Future for Op<T> {
                 this.core == Some(id),
                 "an io_uring op was polled on a different core than the one it was submitted on"
             );
-            let proceed = std::task::ready!(coop::poll_proceed(cx));
-            let cqe = std::task::ready!(driver.poll_op(key, cx));
-            proceed.made_progress();
-            Poll::Ready(cqe)
+            // The poll budget is checked (and spent) only once the CQE is there.
+            driver.poll_op(key, cx)
         });
         let cqe = std::task::ready!(cqe);
         this.key = NOT_SUBMITTED;

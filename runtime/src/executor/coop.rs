@@ -40,6 +40,24 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
     }
 }
 
+/// One unit for an op whose result is there: `true` when spent, else the task is woken
+/// (it goes to the back of the run queue) and the op must say `Pending`. One thread-local
+/// access, for the single-shot op's hot path.
+#[inline]
+pub(crate) fn try_spend(cx: &mut Context<'_>) -> bool {
+    let spent = BUDGET.with(|b| match b.get() {
+        0 => false,
+        n => {
+            b.set(n - 1);
+            true
+        }
+    });
+    if !spent {
+        cx.waker().wake_by_ref();
+    }
+    spent
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,7 +74,12 @@ mod tests {
             }
         }
         assert!(poll_proceed(&mut cx).is_pending());
+        assert!(!try_spend(&mut cx));
         reset();
         assert!(poll_proceed(&mut cx).is_ready());
+        for _ in 0..TASK_BUDGET {
+            assert!(try_spend(&mut cx));
+        }
+        assert!(!try_spend(&mut cx), "try_spend stops at zero too");
     }
 }
