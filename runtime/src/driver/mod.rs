@@ -254,12 +254,11 @@ impl Driver {
                     // flag for what to do.
                     WAKE_TOKEN => self.wake_armed = false,
                     MSG_WAKE_TOKEN => {}
-                    ud if (MSG_SRC_FLOOR..=MSG_SRC_BASE).contains(&ud) => {
-                        if res < 0 {
-                            self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
-                        }
+                    // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE only
+                    // when the message failed.
+                    ud if ud <= MSG_SRC_BASE && res < 0 => {
+                        self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
                     }
-                    // Below MSG_SRC_FLOOR: handled above.
                     _ => {}
                 }
             }
