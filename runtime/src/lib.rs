@@ -46,7 +46,7 @@ pub mod signal;
 mod stats;
 pub mod time;
 
-pub use driver::ops::{close, nop, poll_add, poll_multi, read, write};
+pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
 pub use driver::RingFlags;
 pub use executor::{
     core_count, current_core, spawn, spawn_local, spawn_on, spawn_on_local, yield_now, JoinError,

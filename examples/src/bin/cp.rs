@@ -1,11 +1,18 @@
-//! Copies a file with several reads and writes in flight: the file is cut into blocks, and
-//! up to `--depth` blocks are being read or written at once, each a `read_at` then a
-//! `write_at` at the same offset (io_uring ops on owned buffers, reused as blocks finish).
+//! Copies a file with several io_uring ops in flight: the file is cut into blocks, and up to
+//! `--depth` blocks are being copied at once.
+//!
+//! - `--mode splice` (the default): each block goes through a pipe of its own inside the
+//!   kernel, `IORING_OP_SPLICE` from the source into the pipe, then from the pipe into the
+//!   destination, as `copy_file_range(2)` (what GNU cp uses) does internally: the source's
+//!   pages are not copied to user space at all.
+//! - `--mode rw`: each block is a `read_at` into an owned buffer then a `write_at` from it at
+//!   the same offset (buffers reused as blocks finish).
 //!
 //! `cargo run --release -p examples --bin cp -- SRC DST`. Ctrl-C stops it (exit status 130;
 //! DST is left partly written).
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::pin::pin;
 use std::process::ExitCode;
 
@@ -17,16 +24,18 @@ use runtime::buf::IoBuf;
 const USAGE: &str = "\
 cp: copy a file with several io_uring reads and writes in flight
 
-usage: cp [--depth N] [--block-size BYTES] SRC DST
+usage: cp [--mode splice|rw] [--depth N] [--block-size BYTES] SRC DST
 
+  --mode MODE         splice: through a pipe in the kernel (default); rw: read and write
+                      through user-space buffers
   --depth N           blocks in flight at once (default 8)
-  --block-size BYTES  bytes per read and write; K and M suffixes (default 1M)
+  --block-size BYTES  bytes per block (and pipe size); K and M suffixes (default 1M)
   -h, --help          this text
 ";
 
 #[runtime::main]
 async fn main() -> ExitCode {
-    let args = Args::parse(USAGE, &["depth", "block-size"], &[]);
+    let args = Args::parse(USAGE, &["mode", "depth", "block-size"], &[]);
     let [src, dst] = args.positional() else {
         args.usage_error("cp takes SRC and DST");
     };
@@ -35,7 +44,12 @@ async fn main() -> ExitCode {
         Some(n) if n > 0 && n <= 1 << 30 => n,
         _ => args.usage_error("--block-size must be 1 to 1G bytes, e.g. 65536, 256K, 1M"),
     };
-    let copy = pin!(copy(src, dst, depth, block));
+    let splice = match args.value("mode", "splice".to_string()).as_str() {
+        "splice" => true,
+        "rw" => false,
+        _ => args.usage_error("--mode is splice or rw"),
+    };
+    let copy = pin!(copy(src, dst, depth, block, splice));
     let ctrl_c = pin!(runtime::signal::ctrl_c());
     match select(copy, ctrl_c).await {
         Either::Left((Ok(_), _)) => ExitCode::SUCCESS,
@@ -62,7 +76,7 @@ fn parse_size(s: &str) -> Option<usize> {
 }
 
 /// Copies `src` to `dst` (created or truncated); returns the bytes copied.
-async fn copy(src: &str, dst: &str, depth: usize, block: usize) -> io::Result<u64> {
+async fn copy(src: &str, dst: &str, depth: usize, block: usize, splice: bool) -> io::Result<u64> {
     let src_file = fs::File::open(src)
         .await
         .map_err(|e| context(e, "opening", src))?;
@@ -74,6 +88,23 @@ async fn copy(src: &str, dst: &str, depth: usize, block: usize) -> io::Result<u6
     let dst_file = fs::File::create(dst)
         .await
         .map_err(|e| context(e, "creating", dst))?;
+    if splice {
+        copy_spliced(&src_file, &dst_file, len, depth, block).await?;
+    } else {
+        copy_buffered(&src_file, &dst_file, len, depth, block).await?;
+    }
+    dst_file.close().await?;
+    Ok(len)
+}
+
+/// Up to `depth` blocks in flight, each read into a buffer and written from it.
+async fn copy_buffered(
+    src: &fs::File,
+    dst: &fs::File,
+    len: u64,
+    depth: usize,
+    block: usize,
+) -> io::Result<()> {
     let mut spare: Vec<Box<[u8]>> = Vec::new();
     let mut in_flight = FuturesUnordered::new();
     let mut next = 0u64;
@@ -83,20 +114,140 @@ async fn copy(src: &str, dst: &str, depth: usize, block: usize) -> io::Result<u6
             let buf = spare
                 .pop()
                 .unwrap_or_else(|| vec![0u8; block].into_boxed_slice());
-            in_flight.push(copy_block(&src_file, &dst_file, buf, next, n));
+            in_flight.push(copy_block(src, dst, buf, next, n));
             next += n as u64;
         }
         match in_flight.next().await {
-            None => break,
+            None => return Ok(()),
             Some((res, buf)) => {
                 res?;
                 spare.push(buf);
             }
         }
     }
-    drop(in_flight);
-    dst_file.close().await?;
-    Ok(len)
+}
+
+/// Up to `depth` blocks in flight, each spliced through a pipe of its own.
+async fn copy_spliced(
+    src: &fs::File,
+    dst: &fs::File,
+    len: u64,
+    depth: usize,
+    block: usize,
+) -> io::Result<()> {
+    let mut spare: Vec<Pipe> = Vec::new();
+    let mut in_flight = FuturesUnordered::new();
+    let mut next = 0u64;
+    loop {
+        while in_flight.len() < depth && next < len {
+            let pipe = match spare.pop() {
+                Some(pipe) => pipe,
+                None => Pipe::new(block)?,
+            };
+            let n = (len - next).min(pipe.size as u64) as usize;
+            in_flight.push(splice_block(src, dst, pipe, next, n));
+            next += n as u64;
+        }
+        match in_flight.next().await {
+            None => return Ok(()),
+            Some((res, pipe)) => {
+                res?;
+                spare.push(pipe);
+            }
+        }
+    }
+}
+
+/// A pipe for splicing one block at a time.
+struct Pipe {
+    read: OwnedFd,
+    write: OwnedFd,
+    /// Its capacity: a block never holds more, so a splice into it never waits.
+    size: usize,
+}
+
+impl Pipe {
+    /// A pipe resized to hold `block` bytes where the system allows it.
+    fn new(block: usize) -> io::Result<Pipe> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a writable array of two ints.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(context(io::Error::last_os_error(), "creating", "a pipe"));
+        }
+        // SAFETY: both fds are new and owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let want = libc::c_int::try_from(block).unwrap_or(libc::c_int::MAX);
+        // SAFETY: fcntl on a pipe we own. Past /proc/sys/fs/pipe-max-size (without
+        // CAP_SYS_RESOURCE) it fails and the pipe keeps its size, read back below.
+        unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, want) };
+        // SAFETY: as above.
+        let size = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) };
+        if size <= 0 {
+            return Err(context(io::Error::last_os_error(), "sizing", "a pipe"));
+        }
+        Ok(Pipe {
+            read,
+            write,
+            size: size as usize,
+        })
+    }
+}
+
+/// Moves `n` bytes at `pos` of `src` into `pipe`, then out of it to `pos` of `dst`; `n` is at
+/// most the pipe's size, so the first splice never waits for the second.
+async fn splice_block(
+    src: &fs::File,
+    dst: &fs::File,
+    pipe: Pipe,
+    pos: u64,
+    n: usize,
+) -> (io::Result<()>, Pipe) {
+    let res = async {
+        let mut moved = 0;
+        while moved < n {
+            let at = pos + moved as u64;
+            let want = (n - moved) as u32;
+            let k = runtime::splice(
+                src.as_raw_fd(),
+                Some(at),
+                pipe.write.as_raw_fd(),
+                None,
+                want,
+                0,
+            )
+            .await?;
+            if k == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the source file shrank while it was copied",
+                ));
+            }
+            let mut out = 0;
+            while out < k {
+                let at = pos + (moved + out) as u64;
+                let m = runtime::splice(
+                    pipe.read.as_raw_fd(),
+                    None,
+                    dst.as_raw_fd(),
+                    Some(at),
+                    (k - out) as u32,
+                    0,
+                )
+                .await?;
+                if m == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "splice into the destination moved nothing",
+                    ));
+                }
+                out += m;
+            }
+            moved += k;
+        }
+        Ok(())
+    }
+    .await;
+    (res, pipe)
 }
 
 /// `e` with what was done to which file in its message; the kind is kept.
