@@ -383,13 +383,10 @@ pub async fn serve_connection(stream: net::TcpStream, store: &Store) {
                 }
             }
         }
-        if !out.is_empty() {
-            out = match send(&stream, out).await {
-                Some(out) => out,
-                None => return,
-            };
-        }
         if close {
+            if !out.is_empty() && send(&stream, out).await.is_none() {
+                return;
+            }
             // FIN after the replies, so the peer reads them before the socket goes.
             let _ = stream.shutdown(std::net::Shutdown::Write).await;
             return;
@@ -406,7 +403,19 @@ pub async fn serve_connection(stream: net::TcpStream, store: &Store) {
             input.reserve_exact(grow.min(MAX_REQUEST + READ_BUF - input.len()));
         }
         let len = input.len();
-        let (res, slice) = stream.read(input.slice(len..)).await;
+        // The replies go out and the next read is armed in the same submission: a client
+        // that pipelines gets its next batch read while this one is being sent.
+        let read = stream.read(input.slice(len..));
+        let (res, slice) = if out.is_empty() {
+            read.await
+        } else {
+            let (sent, read) = futures::join!(send(&stream, out), read);
+            out = match sent {
+                Some(out) => out,
+                None => return,
+            };
+            read
+        };
         input = slice.into_inner();
         match res {
             Ok(0) | Err(_) => return,

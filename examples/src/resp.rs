@@ -94,6 +94,17 @@ enum Header {
 
 /// Parses the `*<n>\r\n` or `$<n>\r\n` line at `buf[at..]` (the type byte is not checked).
 fn header(buf: &[u8], at: usize) -> Header {
+    // Hot path: one or two digits (every header redis-benchmark sends); the value and the
+    // offset past `<type><digits>\r\n`.
+    match buf.get(at + 1..at + 5) {
+        Some(&[d, b'\r', b'\n', _]) if d.is_ascii_digit() => {
+            return Header::Value(i64::from(d - b'0'), at + 4);
+        }
+        Some(&[d1, d2, b'\r', b'\n']) if d1.is_ascii_digit() && d2.is_ascii_digit() => {
+            return Header::Value(i64::from(d1 - b'0') * 10 + i64::from(d2 - b'0'), at + 5);
+        }
+        _ => {}
+    }
     let line = &buf[at..buf.len().min(at + MAX_HEADER)];
     let Some(cr) = line.iter().position(|&b| b == b'\r') else {
         return if line.len() == MAX_HEADER {
@@ -269,6 +280,17 @@ mod tests {
         let (p, a) = args_of(b"*1\r\n$4\r\na\r\nb\r\n");
         assert_eq!(p, Parsed::Request(14));
         assert_eq!(a, [b"a\r\nb".to_vec()]);
+        // Two-digit and three-digit lengths (the fast path and the general one agree).
+        let long = [b'x'; 123];
+        let mut req = b"*2\r\n$12\r\nhello, world\r\n$123\r\n".to_vec();
+        req.extend_from_slice(&long);
+        req.extend_from_slice(b"\r\n");
+        let (p, a) = args_of(&req);
+        assert_eq!(p, Parsed::Request(req.len()));
+        assert_eq!(a, [b"hello, world".to_vec(), long.to_vec()]);
+        for n in 0..req.len() {
+            assert_eq!(args_of(&req[..n]).0, Parsed::Incomplete, "prefix {n}");
+        }
     }
 
     #[test]
