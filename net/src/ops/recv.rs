@@ -10,6 +10,7 @@ use runtime::buf::IoBufMut;
 use runtime::driver::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
+use crate::ops::MAX_LEN;
 
 /// The data of a recv: the socket and the buffer the kernel writes into.
 pub(crate) struct Recv<B> {
@@ -33,7 +34,7 @@ impl<B: IoBufMut> Completable for Recv<B> {
 
 /// Receives from `fd` into `buf`, up to its total length.
 pub(crate) fn recv<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> Op<Recv<B>> {
-    let len = buf.bytes_total().min(u32::MAX as usize) as u32;
+    let len = buf.bytes_total().min(MAX_LEN as usize) as u32;
     let sqe = opcode::Recv::new(types::Fd(fd.raw()), buf.stable_mut_ptr(), len).build();
     let data = Recv {
         _fd: fd.clone(),

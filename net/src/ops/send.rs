@@ -10,6 +10,7 @@ use runtime::buf::IoBuf;
 use runtime::driver::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
+use crate::ops::MAX_LEN;
 
 /// The data of a send: the socket and the buffer the kernel reads from.
 pub(crate) struct Send<B> {
@@ -27,7 +28,7 @@ impl<B: IoBuf> Completable for Send<B> {
 
 /// Sends `buf`'s initialised bytes on `fd`.
 pub(crate) fn send<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
-    let len = buf.bytes_init().min(u32::MAX as usize) as u32;
+    let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
     let sqe = opcode::Send::new(types::Fd(fd.raw()), buf.stable_ptr(), len)
         .flags(libc::MSG_NOSIGNAL)
         .build();

@@ -14,6 +14,7 @@ use runtime::buf::IoBuf;
 use runtime::driver::MultiOp;
 
 use crate::fd::SharedFd;
+use crate::ops::MAX_LEN;
 
 /// The data of a zero-copy send: the socket and the buffer the kernel reads in place.
 pub(crate) struct SendZc<B> {
@@ -24,7 +25,7 @@ pub(crate) struct SendZc<B> {
 /// Sends `buf`'s initialised bytes on `fd` without copying them; gives the buffer back
 /// once the kernel's notification says it is free.
 pub(crate) async fn send_zc<B: IoBuf>(fd: &SharedFd, buf: B) -> (io::Result<usize>, B) {
-    let len = buf.bytes_init().min(u32::MAX as usize) as u32;
+    let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
     let sqe = opcode::SendZc::new(types::Fd(fd.raw()), buf.stable_ptr(), len)
         .flags(libc::MSG_NOSIGNAL)
         .build();

@@ -111,13 +111,14 @@ impl TcpStream {
         ops::readv_at(&self.fd, bufs, u64::MAX).await
     }
 
-    /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_WRITEV`; the
-    /// count may be short). Empty buffers give `Ok(0)` at once.
+    /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG` with
+    /// `MSG_NOSIGNAL`, so a reset peer is `EPIPE`, never `SIGPIPE`; the count may be short).
+    /// Empty buffers give `Ok(0)` at once; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
     pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
         if bufs.iter().all(|b| b.bytes_init() == 0) {
             return (Ok(0), bufs);
         }
-        ops::writev_at(&self.fd, bufs, u64::MAX).await
+        ops::send_msg_vectored(&self.fd, bufs).await
     }
 
     /// Sends `buf`'s initialised bytes once without copying them into the kernel

@@ -77,6 +77,9 @@ pub fn readv_at<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>, pos: u64) -> Op<Re
 }
 
 /// Writes the initialised bytes of `bufs` to `fd` at `pos`, in order.
+///
+/// As `writev(2)`, a write to a socket or pipe whose reader is gone raises `SIGPIPE` (see
+/// [`write`](crate::write)); `net`'s streams send with `MSG_NOSIGNAL` instead.
 pub fn writev_at<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>, pos: u64) -> Op<WritevAt<B>> {
     let iovecs: Box<[libc::iovec]> = bufs
         .iter()

@@ -26,6 +26,10 @@ impl<B: IoBuf> Completable for Write<B> {
 /// Writes `buf`'s initialised bytes to `fd` at `offset`; `u64::MAX` means the file's
 /// current position. Gives back the byte count and the buffer.
 ///
+/// This is `write(2)`: on a socket or pipe whose reader is gone it raises `SIGPIPE`, which
+/// kills a process that did not ignore it (Rust programs ignore it by default). For sockets
+/// use `net`'s streams, whose sends pass `MSG_NOSIGNAL` and give `EPIPE`.
+///
 /// The op names `fd` by number and keeps nothing alive: keep the fd open until the op's
 /// final CQE (if the future is dropped, until that CQE is reaped), or the kernel may act on
 /// whatever file reuses the number. Crates on this API hold a [`SharedFd`](crate::fd::SharedFd)
