@@ -5,10 +5,11 @@
 //! measured runs go A B C, A B C, ... so a slow stretch of the machine hits every contestant
 //! alike. The process's peak RSS is reset before each measured run and read after it.
 //! Each contestant is a closure that performs a given number of operations and reports
-//! how long that took.
+//! how long that took. A progress bar on stderr (`progress.rs`) follows the runs.
 
 use std::io;
 
+use crate::progress::Measuring;
 use crate::report::{peak_rss_kib, reset_peak_rss, Measure, Series};
 
 /// A named closure that performs `count` operations and measures them.
@@ -66,7 +67,11 @@ pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(
             peak_rss_kib: 0,
         })
         .collect();
+    let progress = Measuring::new((contestants.len() * (1 + plan.runs)) as u64);
+    let mut done = 0;
     for (i, c) in contestants.iter_mut().enumerate() {
+        progress.run(done, &c.name, "warm-up");
+        done += 1;
         let m = (c.run)(plan.round(plan.warmup))?;
         if i == 0 {
             if let Some(secs) = plan.seconds {
@@ -74,8 +79,10 @@ pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(
             }
         }
     }
-    for _ in 0..plan.runs {
+    for run in 0..plan.runs {
         for (c, s) in contestants.iter_mut().zip(series.iter_mut()) {
+            progress.run(done, &c.name, &format!("run {}/{}", run + 1, plan.runs));
+            done += 1;
             reset_peak_rss();
             let m = (c.run)(count)?;
             s.runs.push(m);

@@ -1,9 +1,11 @@
 //! `bench`: the benchmark harness of the runtime, side by side with the raw ring and tokio.
 //!
-//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S] [--json FILE] [--compare FILE]`. Each subcommand measures
-//! its contestants alternately in this one process and prints a table of medians, min and
-//! max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS; the rules are in
-//! `shared/BENCHMARKS.md`. Pin the process for stable figures: `taskset -c 0 bench all`.
+//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S] [--json FILE|-]
+//! [--compare FILE] [--svg FILE] [--markdown] [--quiet]` (all of it in `USAGE`). Each
+//! subcommand measures its contestants alternately in this one process and prints a table of
+//! medians, min and max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS;
+//! the rules are in `shared/BENCHMARKS.md`. Tables go to stdout, a progress bar to stderr.
+//! Pin the process for stable figures: `taskset -c 0 bench all`.
 
 mod accept;
 mod echo;
@@ -14,21 +16,26 @@ mod idle;
 mod json;
 mod link;
 mod nop;
+#[cfg(feature = "peers")]
+mod peers;
 mod pingpong;
 mod poll;
+mod progress;
 mod raw;
 mod raw_echo;
 mod read;
 mod report;
 mod server;
 mod spawn;
+mod svg;
 
-use std::io;
+use std::io::{self, Write as _};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage: bench <subcommand> [--quick] [--runs N] [--seconds S] [--cores N]
-             [--json FILE] [--compare FILE]
+             [--json FILE|-] [--compare FILE] [--svg FILE] [--markdown] [--quiet]
 
 subcommands:
   nop         32 IORING_OP_NOP in flight: raw ring vs this runtime
@@ -51,11 +58,29 @@ options:
   --cores N      echo-cores: the server's core count compared with cores(1) (default 2)
   --json FILE    also write every table's figures to FILE as JSON (schema 1: date, kernel,
                  cpus, and per table its name, title, metric and rows of median, min, max,
-                 ratio, enters_per_op, peak_rss_bytes and extra figures; null where absent)
+                 ratio, enters_per_op, peak_rss_bytes and extra figures; null where absent).
+                 `--json -` writes it to stdout instead; the tables then go to stderr (with
+                 --quiet, nowhere), so stdout holds exactly one JSON document
   --compare FILE after each table, print each row's median against FILE (written earlier by
                  --json): `vs FILE: raw ring 11.59M -> 11.62M (+0.3%)`, a `!` marking
                  changes beyond +-5%; rows and tables missing from FILE are skipped
+  --svg FILE     also write every table to FILE as an SVG bar chart: a bar per row (its
+                 median, a line from min to max), the median in its unit, and as text its
+                 ratios to the table's raw ring and tokio rows (or else to its baseline
+                 row); the same figures as --json
+  --markdown     at the end, print every row of every table as one markdown table
+                 (benchmark, row, figure, unit, vs raw, vs tokio, enters/op; `-` where the
+                 table has no raw ring or tokio row), for pasting into README
+  -q, --quiet    no banner and no progress bar: stdout gets only the tables (and
+                 --markdown), or with `--json -` only the JSON; errors stay on stderr
   -h, --help     print this help
+
+While it measures, a progress bar on stderr names the benchmark, contestant and run; it
+appears once the process has run for 2 s, only when stderr is a terminal and without
+--quiet, and is cleared before each table is printed.
+
+Output files are created (truncated) before the first benchmark runs, so a bad path fails
+at once; they are written at the end, also after a failed benchmark.
 
 Pin for stable figures, e.g. `taskset -c 0 bench all`.";
 
@@ -135,10 +160,23 @@ impl Bench {
 /// Where results go besides the terminal.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Output {
-    /// `--json FILE`: write every table's figures here at the end.
+    /// `--json FILE`: write every table's figures here at the end (`-`: to stdout).
     json: Option<String>,
     /// `--compare FILE`: compare every table with this earlier `--json` file.
     compare: Option<String>,
+    /// `--svg FILE`: write every table as a bar chart here at the end.
+    svg: Option<String>,
+    /// `--markdown`: print one markdown table of every row at the end.
+    markdown: bool,
+    /// `--quiet`: no banner or progress bar.
+    quiet: bool,
+}
+
+impl Output {
+    /// Whether stdout is reserved for the JSON document (`--json -`).
+    fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some("-")
+    }
 }
 
 /// What the command line asked for.
@@ -165,6 +203,13 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
                 .or_else(|| args.next())
                 .ok_or_else(|| format!("{name} needs a value"))
         };
+        let switch = matches!(
+            flag.as_str(),
+            "-h" | "--help" | "--quick" | "--markdown" | "-q" | "--quiet"
+        );
+        if switch && inline.is_some() {
+            return Err(format!("{flag} takes no value"));
+        }
         match flag.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--quick" => opts.quick = true,
@@ -198,6 +243,15 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
             }
             "--json" => output.json = Some(value("--json")?),
             "--compare" => output.compare = Some(value("--compare")?),
+            "--svg" => {
+                let v = value("--svg")?;
+                if v == "-" {
+                    return Err("--svg needs a file name (stdout is not supported)".into());
+                }
+                output.svg = Some(v);
+            }
+            "--markdown" => output.markdown = true,
+            "-q" | "--quiet" => output.quiet = true,
             f if f.starts_with('-') => return Err(format!("unknown option {f}")),
             name => {
                 if benches.is_some() {
@@ -251,6 +305,52 @@ fn kernel_release() -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Creates (truncates) every output file up front, so that a bad path fails before minutes
+/// of measuring rather than after them.
+fn create_outputs(output: &Output) -> Result<(), String> {
+    let files = [("--json", &output.json), ("--svg", &output.svg)];
+    for (flag, path) in files {
+        if let Some(path) = path.as_deref().filter(|p| *p != "-") {
+            std::fs::File::create(path).map_err(|e| format!("{flag} {path}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Points fd 1 at stderr, or at `/dev/null` when `quiet`, so that everything the benchmarks
+/// print (and any child process they run) stays off stdout; returns the real stdout.
+fn divert_stdout(quiet: bool) -> io::Result<OwnedFd> {
+    io::stdout().flush()?;
+    // SAFETY: dup(2) takes no pointers; the result is checked below.
+    let saved = unsafe { libc::dup(1) };
+    if saved < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `saved` is a descriptor dup(2) just returned, owned by nothing else.
+    let saved = unsafe { OwnedFd::from_raw_fd(saved) };
+    let null = if quiet {
+        Some(std::fs::OpenOptions::new().write(true).open("/dev/null")?)
+    } else {
+        None
+    };
+    let target = null.as_ref().map_or(2, |f| f.as_raw_fd());
+    // SAFETY: dup2(2) takes no pointers; `target` is open (stderr, or `null` alive here).
+    if unsafe { libc::dup2(target, 1) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(saved)
+}
+
+/// Puts back the stdout [`divert_stdout`] saved.
+fn restore_stdout(saved: OwnedFd) -> io::Result<()> {
+    io::stdout().flush()?;
+    // SAFETY: dup2(2) takes no pointers; `saved` is open until dropped after the call.
+    if unsafe { libc::dup2(saved.as_raw_fd(), 1) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let (benches, opts, output) = match parse(std::env::args().skip(1)) {
         Ok(Command::Help) => {
@@ -269,32 +369,75 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if let Err(e) = create_outputs(&output) {
+        eprintln!("bench: {e}");
+        return ExitCode::from(2);
+    }
+    let real_stdout = if output.json_to_stdout() {
+        match divert_stdout(output.quiet) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                eprintln!("bench: --json -: redirecting the tables off stdout: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    progress::init(output.quiet);
     let cpus = allowed_cpus();
     let kernel = kernel_release();
-    println!(
-        "bench: kernel {}, {} CPU(s) allowed {:?}{}",
-        kernel,
-        cpus.len(),
-        cpus,
-        if opts.quick {
-            ", --quick (smoke test)"
-        } else {
-            ""
-        }
-    );
+    if !output.quiet {
+        println!(
+            "bench: kernel {}, {} CPU(s) allowed {:?}{}",
+            kernel,
+            cpus.len(),
+            cpus,
+            if opts.quick {
+                ", --quick (smoke test)"
+            } else {
+                ""
+            }
+        );
+    }
     let mut code = ExitCode::SUCCESS;
-    for bench in benches {
-        println!();
+    for (i, bench) in benches.iter().enumerate() {
+        if !output.quiet || i > 0 {
+            println!();
+        }
+        progress::bench(i, benches.len(), bench.name());
         if let Err(e) = bench.run(&opts) {
             eprintln!("bench {}: {e}", bench.name());
             code = ExitCode::FAILURE;
             break;
         }
     }
+    if output.markdown {
+        println!();
+        print!("{}", report::markdown_summary());
+    }
+    if let Some(saved) = real_stdout {
+        if let Err(e) = restore_stdout(saved) {
+            eprintln!("bench: --json -: restoring stdout: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     // Written even after a failure, with the tables that did complete.
     if let Some(path) = &output.json {
-        if let Err(e) = report::write_json(path, &kernel, &cpus) {
+        let text = report::json_text(&kernel, &cpus);
+        let written = if path == "-" {
+            io::stdout().write_all(text.as_bytes())
+        } else {
+            std::fs::write(path, text)
+        };
+        if let Err(e) = written {
             eprintln!("bench: --json {path}: {e}");
+            code = ExitCode::FAILURE;
+        }
+    }
+    if let Some(path) = &output.svg {
+        if let Err(e) = report::write_svg(path) {
+            eprintln!("bench: --svg {path}: {e}");
             code = ExitCode::FAILURE;
         }
     }
@@ -371,6 +514,35 @@ mod tests {
                 Output {
                     json: Some("a.json".into()),
                     compare: Some("b.json".into()),
+                    ..Output::default()
+                }
+            ))
+        );
+        assert_eq!(
+            parse(args("all --quick --svg=b.svg --markdown -q --json -")),
+            Ok(Command::Run(
+                Bench::ALL.to_vec(),
+                Opts {
+                    quick: true,
+                    ..Opts::default()
+                },
+                Output {
+                    json: Some("-".into()),
+                    svg: Some("b.svg".into()),
+                    markdown: true,
+                    quiet: true,
+                    ..Output::default()
+                }
+            ))
+        );
+        assert_eq!(
+            parse(args("nop --quiet")),
+            Ok(Command::Run(
+                vec![Bench::Nop],
+                Opts::default(),
+                Output {
+                    quiet: true,
+                    ..Output::default()
                 }
             ))
         );
@@ -389,5 +561,9 @@ mod tests {
         assert!(parse(args("echo-cores --cores x")).is_err());
         assert!(parse(args("nop --json")).is_err());
         assert!(parse(args("nop --compare")).is_err());
+        assert!(parse(args("nop --svg")).is_err());
+        assert!(parse(args("nop --svg -")).is_err());
+        assert!(parse(args("nop --markdown=yes")).is_err());
+        assert!(parse(args("nop --quick=1")).is_err());
     }
 }

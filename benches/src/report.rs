@@ -290,6 +290,21 @@ pub struct Record {
 }
 
 impl Record {
+    /// The row the ratios are taken against: the first whose ratio is exactly 1 (a median
+    /// divided by itself).
+    pub fn baseline(&self) -> Option<&Row> {
+        self.rows.iter().find(|r| r.ratio == Some(1.0))
+    }
+
+    /// How many times better `row` is than the table's first row whose name starts with
+    /// `prefix` (`raw`, `tokio`): the quotient of the two rows' ratios to the baseline, so it
+    /// holds for rates and for times alike. `None` without such a row or ratios.
+    pub fn vs(&self, row: &Row, prefix: &str) -> Option<f64> {
+        let other = self.rows.iter().find(|r| r.name.starts_with(prefix))?;
+        let q = row.ratio? / other.ratio?;
+        q.is_finite().then_some(q)
+    }
+
     fn to_json(&self) -> Value {
         let rows = self.rows.iter().map(|r| {
             Value::obj([
@@ -342,9 +357,21 @@ pub fn load_baseline(path: &str) -> Result<(), String> {
 
 /// Records a printed table for `--json`; returns the `--compare` lines to print under it
 /// (empty without `--compare`, or when the old file lacks the table or all its rows).
-pub fn record(rec: Record) -> String {
+///
+/// A table whose name an earlier table of this process already took (`echo` at two message
+/// sizes) is recorded as `echo #2`, `echo #3`, ..., so that `--compare` matches each table
+/// with its own counterpart rather than with the first of the name.
+pub fn record(mut rec: Record) -> String {
+    let mut records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    let taken = records
+        .iter()
+        .filter(|r| r.name == rec.name || r.name.starts_with(&format!("{} #", rec.name)))
+        .count();
+    if taken > 0 {
+        rec.name = format!("{} #{}", rec.name, taken + 1);
+    }
     let out = compare(&rec);
-    RECORDS.lock().unwrap_or_else(|e| e.into_inner()).push(rec);
+    records.push(rec);
     out
 }
 
@@ -409,8 +436,8 @@ fn compare_line(
     )
 }
 
-/// Writes every recorded table to `path` as JSON (schema 1).
-pub fn write_json(path: &str, kernel: &str, cpus: &[usize]) -> std::io::Result<()> {
+/// Every recorded table as a JSON document (schema 1), for `--json`.
+pub fn json_text(kernel: &str, cpus: &[usize]) -> String {
     let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
     let doc = Value::obj([
         ("schema", Value::Num(1.0)),
@@ -425,7 +452,51 @@ pub fn write_json(path: &str, kernel: &str, cpus: &[usize]) -> std::io::Result<(
             Value::Arr(records.iter().map(Record::to_json).collect()),
         ),
     ]);
-    std::fs::write(path, doc.write_pretty())
+    doc.write_pretty()
+}
+
+/// Writes every recorded table to `path` as SVG bar charts (see `svg.rs`).
+pub fn write_svg(path: &str) -> std::io::Result<()> {
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    std::fs::write(path, crate::svg::render(&records))
+}
+
+/// Every recorded row in one markdown table (`--markdown`): benchmark, row, median as the
+/// table prints it, unit, ratios to the table's raw ring and tokio rows (where it has them),
+/// `io_uring_enter` calls per op.
+pub fn markdown_summary() -> String {
+    let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    markdown(&records)
+}
+
+fn markdown(records: &[Record]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let ratio = |r: Option<f64>| {
+        r.filter(|r| r.is_finite())
+            .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x"))
+    };
+    let mut out = String::from(
+        "| benchmark | row | figure | unit | vs raw | vs tokio | enters/op |\n\
+         |---|---|---:|---|---:|---:|---:|\n",
+    );
+    for rec in records {
+        for row in &rec.rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(&rec.name),
+                cell(&row.name),
+                cell(&(rec.format)(row.median)),
+                cell(&rec.metric),
+                ratio(rec.vs(row, "raw")),
+                ratio(rec.vs(row, "tokio")),
+                row.enters_per_op
+                    .filter(|v| v.is_finite())
+                    .map_or_else(|| "-".to_string(), |v| format!("{v:.4}")),
+            );
+        }
+    }
+    out
 }
 
 /// The current time as `2024-05-01T12:34:56Z`.
@@ -672,6 +743,92 @@ mod tests {
                 .and_then(|e| e.get("runs"))
                 .and_then(Value::as_f64),
             Some(5.0)
+        );
+    }
+
+    fn rec(name: &str, metric: &str, rows: &[(&str, f64)]) -> Record {
+        Record {
+            name: name.into(),
+            title: format!("{name}: test"),
+            metric: metric.into(),
+            format: Box::new(format_rate),
+            rows: rows
+                .iter()
+                .map(|&(name, ratio)| Row {
+                    name: name.into(),
+                    median: 1e6 * ratio,
+                    ratio: Some(ratio),
+                    enters_per_op: (name != "tokio").then_some(0.03125),
+                    ..Row::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn ratios_between_any_two_rows() {
+        // Baseline tokio, as in `echo`: the raw ring row still gives a "vs raw" figure.
+        let r = rec(
+            "echo",
+            "rt/s",
+            &[("tokio", 1.0), ("raw ring", 1.5), ("rt", 0.75)],
+        );
+        assert_eq!(r.baseline().map(|b| b.name.as_str()), Some("tokio"));
+        assert_eq!(r.vs(&r.rows[2], "raw"), Some(0.5));
+        assert_eq!(r.vs(&r.rows[2], "tokio"), Some(0.75));
+        assert_eq!(r.vs(&r.rows[2], "fio"), None);
+    }
+
+    #[test]
+    fn markdown_rows() {
+        let recs = [
+            rec(
+                "poll",
+                "req/s",
+                &[("raw ring", 1.0), ("a|b", 0.5), ("tokio", 0.4)],
+            ),
+            rec(
+                "echo-cores",
+                "rt/s",
+                &[("cores(1)", 1.0), ("cores(2)", 2.0)],
+            ),
+        ];
+        let md = markdown(&recs);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines.len(), 2 + 5, "{md}");
+        assert_eq!(
+            lines[0],
+            "| benchmark | row | figure | unit | vs raw | vs tokio | enters/op |"
+        );
+        assert_eq!(
+            lines[3],
+            "| poll | a\\|b | 500.0k | req/s | 0.50x | 1.25x | 0.0312 |"
+        );
+        assert_eq!(
+            lines[4],
+            "| poll | tokio | 400.0k | req/s | 0.40x | 1.00x | - |"
+        );
+        assert_eq!(
+            lines[6],
+            "| echo-cores | cores(2) | 2.00M | rt/s | - | - | 0.0312 |"
+        );
+    }
+
+    #[test]
+    fn repeated_table_names_get_a_number() {
+        let name = "dedupe test table";
+        assert_eq!(record(rec(name, "x", &[("a", 1.0)])), "");
+        record(rec(name, "x", &[("a", 1.0)]));
+        record(rec(name, "x", &[("a", 1.0)]));
+        let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<&str> = records
+            .iter()
+            .map(|r| r.name.as_str())
+            .filter(|n| n.starts_with(name))
+            .collect();
+        assert_eq!(
+            names,
+            [name, "dedupe test table #2", "dedupe test table #3"]
         );
     }
 
