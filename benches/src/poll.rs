@@ -25,7 +25,7 @@ use io_uring::{opcode, types};
 
 use crate::harness::{alternate, Contestant, Plan};
 use crate::raw::{drain_exact, RawRing};
-use crate::report::{timed, Measure, Metric, Table, Tally};
+use crate::report::{timed, Measure, Metric, Series, Table, Tally};
 use crate::Opts;
 
 /// Pipes (and poll requests) per iteration, as in the seed.
@@ -58,22 +58,16 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     ];
     let (series, count) = alternate(&mut contestants, plan)?;
     drop(contestants);
-    let table = Table {
-        title: format!(
-            "poll: {PIPES} POLLIN requests on {PIPES} pipes per iteration, {count} requests per run, median of {} runs",
-            plan.runs
-        ),
-        metric: Metric::Rate("polls/s"),
-        ratio_label: "vs raw".to_string(),
-        baseline: 0,
+    print_table(
+        format!("poll: {PIPES} POLLIN requests on {PIPES} pipes per iteration, {count} requests per run"),
+        plan,
         series,
-        notes: vec![
+        vec![
             format!("raw ring flags: {raw_flags}"),
             tally.note("runtime"),
             "target: runtime >= 0.8x raw and ahead of tokio".to_string(),
         ],
-    };
-    print!("{}", table.render());
+    );
 
     // The same waits with each pipe's poll armed once (IORING_POLL_ADD_MULTI), the io_uring
     // analogue of tokio's standing epoll registration.
@@ -88,22 +82,29 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     ];
     let (series, count) = alternate(&mut contestants, plan)?;
     drop(contestants);
+    print_table(
+        format!("poll (multishot): {PIPES} pipes, each poll armed once per run, {count} events per run"),
+        plan,
+        series,
+        vec![
+            tally_multi.note("runtime multishot"),
+            "runtime::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration".to_string(),
+        ],
+    );
+    Ok(())
+}
+
+/// Prints one of the two tables: polls per second, the raw ring (row 0) as the baseline.
+fn print_table(what: String, plan: Plan, series: Vec<Series>, notes: Vec<String>) {
     let table = Table {
-        title: format!(
-            "poll (multishot): {PIPES} pipes, each poll armed once per run, {count} events per run, median of {} runs",
-            plan.runs
-        ),
+        title: format!("{what}, median of {} runs", plan.runs),
         metric: Metric::Rate("polls/s"),
         ratio_label: "vs raw".to_string(),
         baseline: 0,
         series,
-        notes: vec![
-            tally_multi.note("runtime multishot"),
-            "runtime::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration".to_string(),
-        ],
+        notes,
     };
     print!("{}", table.render());
-    Ok(())
 }
 
 /// `n` pipes, non-blocking at both ends (tokio's `AsyncFd` needs it; the ring does not care).

@@ -105,26 +105,15 @@ async fn copy_buffered(
     depth: usize,
     block: usize,
 ) -> io::Result<()> {
-    let mut spare: Vec<Box<[u8]>> = Vec::new();
-    let mut in_flight = FuturesUnordered::new();
-    let mut next = 0u64;
-    loop {
-        while in_flight.len() < depth && next < len {
-            let n = (len - next).min(block as u64) as usize;
-            let buf = spare
-                .pop()
-                .unwrap_or_else(|| vec![0u8; block].into_boxed_slice());
-            in_flight.push(copy_block(src, dst, buf, next, n));
-            next += n as u64;
-        }
-        match in_flight.next().await {
-            None => return Ok(()),
-            Some((res, buf)) => {
-                res?;
-                spare.push(buf);
-            }
-        }
-    }
+    let new = || Ok(vec![0u8; block].into_boxed_slice());
+    in_blocks(
+        len,
+        depth,
+        new,
+        |b| b.len(),
+        |buf, pos, n| copy_block(src, dst, buf, pos, n),
+    )
+    .await
 }
 
 /// Up to `depth` blocks in flight, each spliced through a pipe of its own.
@@ -135,24 +124,47 @@ async fn copy_spliced(
     depth: usize,
     block: usize,
 ) -> io::Result<()> {
-    let mut spare: Vec<Pipe> = Vec::new();
+    in_blocks(
+        len,
+        depth,
+        || Pipe::new(block),
+        |p| p.size,
+        |pipe, pos, n| splice_block(src, dst, pipe, pos, n),
+    )
+    .await
+}
+
+/// Copies `len` bytes as blocks, up to `depth` in flight: each block borrows a resource (a
+/// buffer, a pipe) made by `new` or reused from a finished block, is at most `cap` of it
+/// long, and is run by `start(resource, offset, length)`, which gives the resource back.
+async fn in_blocks<R, Fut>(
+    len: u64,
+    depth: usize,
+    mut new: impl FnMut() -> io::Result<R>,
+    cap: impl Fn(&R) -> usize,
+    mut start: impl FnMut(R, u64, usize) -> Fut,
+) -> io::Result<()>
+where
+    Fut: std::future::Future<Output = (io::Result<()>, R)>,
+{
+    let mut spare: Vec<R> = Vec::new();
     let mut in_flight = FuturesUnordered::new();
     let mut next = 0u64;
     loop {
         while in_flight.len() < depth && next < len {
-            let pipe = match spare.pop() {
-                Some(pipe) => pipe,
-                None => Pipe::new(block)?,
+            let r = match spare.pop() {
+                Some(r) => r,
+                None => new()?,
             };
-            let n = (len - next).min(pipe.size as u64) as usize;
-            in_flight.push(splice_block(src, dst, pipe, next, n));
+            let n = (len - next).min(cap(&r) as u64) as usize;
+            in_flight.push(start(r, next, n));
             next += n as u64;
         }
         match in_flight.next().await {
             None => return Ok(()),
-            Some((res, pipe)) => {
+            Some((res, r)) => {
                 res?;
-                spare.push(pipe);
+                spare.push(r);
             }
         }
     }
