@@ -129,7 +129,7 @@ impl Store {
                 continue;
             }
             let before = shard.map.len();
-            shard.map.retain(|_, v| v.expires.map_or(true, |t| t > now));
+            shard.map.retain(|_, v| v.expires.is_none_or(|t| t > now));
             removed += before - shard.map.len();
             shard.has_ttl = shard.map.values().any(|v| v.expires.is_some());
         }
