@@ -6,9 +6,11 @@
 //! own listener and server thread on the server CPU (see `server.rs`), measured alternately:
 //! - `runtime accept()`: a loop of singleshot `TcpListener::accept`, a task per connection;
 //! - `runtime incoming()`: the multishot `TcpListener::incoming` stream, a task per connection;
-//! - `tokio current-thread`: a `TcpListener::accept` loop with `tokio::spawn`.
+//! - `tokio current-thread`: a `TcpListener::accept` loop with `tokio::spawn`;
+//! - with the `peers` feature, `monoio`, `glommio` and `tokio-uring` (`src/peers/`), each an
+//!   accept loop with a task per connection.
 //!
-//! One load generator serves all three from the client CPU: a tokio current-thread runtime
+//! One load generator serves them all from the client CPU: a tokio current-thread runtime
 //! keeping `CONCURRENCY` connections in progress. Client sockets close with `SO_LINGER` 0
 //! (an RST), so no `TIME_WAIT` piles up and the ephemeral ports last over every run.
 //!
@@ -33,11 +35,11 @@ use crate::server::{no_stats, raise_nofile, Cpus, Ctl, PinGuard, Report, Server}
 use crate::Opts;
 
 /// Bytes each client writes and reads back, as in the seed.
-const MSG: usize = 128;
+pub(crate) const MSG: usize = 128;
 /// Connections the load generator keeps in progress at once.
 const CONCURRENCY: usize = 64;
 /// Ring size of the runtime's servers.
-const ENTRIES: u32 = 256;
+pub(crate) const ENTRIES: u32 = 256;
 
 /// Runs the benchmark and prints its table.
 pub fn run(opts: &Opts) -> io::Result<()> {
@@ -52,25 +54,30 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         granule: 1,
     };
 
-    let single = Server::spawn("accept-single", cpus.server, runtime_singleshot)?;
-    let multi = Server::spawn("accept-multi", cpus.server, runtime_multishot)?;
-    let tokio_srv = Server::spawn("accept-tokio", cpus.server, tokio_server)?;
+    let mut servers = vec![
+        Server::spawn("accept-single", cpus.server, runtime_singleshot)?,
+        Server::spawn("accept-multi", cpus.server, runtime_multishot)?,
+        Server::spawn("accept-tokio", cpus.server, tokio_server)?,
+    ];
+    let mut names = vec![
+        "runtime accept()",
+        "runtime incoming()",
+        "tokio current-thread",
+    ];
+    for (name, srv) in peer_servers(cpus.server) {
+        names.push(name);
+        servers.push(srv);
+    }
     let _pin = PinGuard::new(cpus.client)?;
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
 
-    let reports: [RefCell<Vec<Report>>; 3] = Default::default();
-    let servers = [&single, &multi, &tokio_srv];
-    let names = [
-        "runtime accept()",
-        "runtime incoming()",
-        "tokio current-thread",
-    ];
+    let reports: Vec<RefCell<Vec<Report>>> = servers.iter().map(|_| RefCell::default()).collect();
     let mut contestants: Vec<Contestant<'_>> = servers
         .iter()
         .zip(&reports)
-        .zip(names)
+        .zip(names.iter().copied())
         .map(|((srv, rep), name)| {
             let (addr, ctl) = (srv.addr, srv.ctl.clone());
             let client = &client;
@@ -84,7 +91,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let (series, count) = alternate(&mut contestants, plan)?;
     drop(contestants);
     drop(_pin);
-    for srv in [single, multi, tokio_srv] {
+    for srv in servers {
         srv.stop()?;
     }
 
@@ -145,6 +152,18 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     println!("  server CPU per connection (getrusage RUSAGE_THREAD in the server thread):");
     print!("{}", render_grid(&cpu_rows, 4));
     Ok(())
+}
+
+/// The peer runtimes' accept servers (feature `peers`), each a row after tokio's.
+#[cfg(feature = "peers")]
+fn peer_servers(cpu: usize) -> Vec<(&'static str, Server)> {
+    crate::peers::accept_servers(cpu)
+}
+
+/// No peers without the `peers` feature.
+#[cfg(not(feature = "peers"))]
+fn peer_servers(_cpu: usize) -> Vec<(&'static str, Server)> {
+    Vec::new()
 }
 
 /// One measured run: `n` clients against the server behind `ctl`, and the server's report.
@@ -315,5 +334,21 @@ mod tests {
         assert_eq!((m.ops, r.count), (100, 100));
         assert!(m.enters.is_some_and(|e| e > 0));
         srv.stop().expect("stop");
+    }
+
+    /// Every peer that starts here serves every connection (one that cannot start says why
+    /// on stderr).
+    #[cfg(feature = "peers")]
+    #[test]
+    fn peers_report_every_connection() {
+        let client = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("client runtime");
+        for (name, srv) in peer_servers(Cpus::pick().server) {
+            let (m, r) = one_run(&client, srv.addr, &srv.ctl, 100).expect(name);
+            assert_eq!((m.ops, r.count), (100, 100), "{name}");
+            srv.stop().expect("stop");
+        }
     }
 }

@@ -7,9 +7,10 @@
 //! - `runtime`: `incoming()` and a `spawn_local` task per connection, owned-buffer `read`
 //!   then `write_all` of what was read, one buffer per connection reused;
 //! - `tokio current-thread`: `accept` and `tokio::spawn`, `read` then `write_all`;
-//! - `raw ring`: the hand-written io_uring loop of `raw_echo.rs`.
+//! - `raw ring`: the hand-written io_uring loop of `raw_echo.rs`;
+//! - with the `peers` feature, `monoio`, `glommio` and `tokio-uring` (`src/peers/`).
 //!
-//! One load generator drives all three from the client CPU: a tokio current-thread runtime
+//! One load generator drives them all from the client CPU: a tokio current-thread runtime
 //! with one task per connection, recording each round trip's latency in the window.
 //!
 //! On two cores both are saturated and round trips/s is co-limited by the client, so the
@@ -90,7 +91,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
 
 fn one_config(cfg: Config, plan: Plan, cpus: Cpus, nofile: u64) -> io::Result<()> {
     let msg = cfg.msg;
-    let servers = [
+    let mut servers = vec![
         Server::spawn("echo-runtime", cpus.server, move |l, c| {
             runtime_server(l, c, msg)
         })?,
@@ -101,16 +102,20 @@ fn one_config(cfg: Config, plan: Plan, cpus: Cpus, nofile: u64) -> io::Result<()
             crate::raw_echo::serve(l, c, msg)
         })?,
     ];
-    let names = ["runtime", "tokio current-thread", "raw ring"];
+    let mut names = vec!["runtime", "tokio current-thread", "raw ring"];
+    for (name, srv) in peer_servers(cpus.server, msg) {
+        names.push(name);
+        servers.push(srv);
+    }
     let pin = PinGuard::new(cpus.client)?;
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let extras: [RefCell<Vec<Extra>>; 3] = Default::default();
+    let extras: Vec<RefCell<Vec<Extra>>> = servers.iter().map(|_| RefCell::default()).collect();
     let mut contestants: Vec<Contestant<'_>> = servers
         .iter()
         .zip(&extras)
-        .zip(names)
+        .zip(names.iter().copied())
         .map(|((srv, extra), name)| {
             let (addr, ctl, client) = (srv.addr, srv.ctl.clone(), &client);
             Contestant::new(name, move |ms| {
@@ -164,6 +169,18 @@ fn one_config(cfg: Config, plan: Plan, cpus: Cpus, nofile: u64) -> io::Result<()
          within 5% of its server CPU per round trip)"
     );
     Ok(())
+}
+
+/// The peer runtimes' echo servers (feature `peers`), each a row after the raw ring's.
+#[cfg(feature = "peers")]
+fn peer_servers(cpu: usize, msg: usize) -> Vec<(&'static str, Server)> {
+    crate::peers::echo_servers(cpu, msg)
+}
+
+/// No peers without the `peers` feature.
+#[cfg(not(feature = "peers"))]
+fn peer_servers(_cpu: usize, _msg: usize) -> Vec<(&'static str, Server)> {
+    Vec::new()
 }
 
 /// The second table: latency, server CPU per round trip, and ratios to tokio and raw.
@@ -432,24 +449,29 @@ fn tokio_server(listener: std::net::TcpListener, ctl: Arc<Ctl>, msg: usize) -> i
 mod tests {
     use super::*;
 
+    const CFG: Config = Config { conns: 4, msg: 512 };
+
     fn short_run(body: fn(std::net::TcpListener, Arc<Ctl>, usize) -> io::Result<()>) {
-        let cfg = Config { conns: 4, msg: 512 };
         let srv = Server::spawn("test-echo", Cpus::pick().server, move |l, c| {
-            body(l, c, cfg.msg)
+            body(l, c, CFG.msg)
         })
         .expect("server");
+        two_runs(&srv);
+        srv.stop().expect("stop");
+    }
+
+    fn two_runs(srv: &Server) {
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("client runtime");
         for _ in 0..2 {
             let (m, e) =
-                one_run(&client, srv.addr, &srv.ctl, cfg, Duration::from_millis(50)).expect("run");
+                one_run(&client, srv.addr, &srv.ctl, CFG, Duration::from_millis(50)).expect("run");
             assert!(m.ops > 0);
             assert!(e.server.count > 0);
             assert!(e.p50 <= e.p99);
         }
-        srv.stop().expect("stop");
     }
 
     #[test]
@@ -465,5 +487,16 @@ mod tests {
     #[test]
     fn raw_server_echoes() {
         short_run(crate::raw_echo::serve);
+    }
+
+    /// Every peer that starts here echoes (one that cannot start says why on stderr).
+    #[cfg(feature = "peers")]
+    #[test]
+    fn peer_servers_echo() {
+        for (name, srv) in peer_servers(Cpus::pick().server, CFG.msg) {
+            eprintln!("peer {name}");
+            two_runs(&srv);
+            srv.stop().expect("stop");
+        }
     }
 }

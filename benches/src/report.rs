@@ -241,7 +241,7 @@ impl Table {
         let i = self
             .series
             .iter()
-            .position(|s| s.name.starts_with("tokio"))?;
+            .position(|s| in_family(&s.name, "tokio"))?;
         (i != self.baseline).then(|| Summary::of(&self.values(i)).median)
     }
 
@@ -296,11 +296,11 @@ impl Record {
         self.rows.iter().find(|r| r.ratio == Some(1.0))
     }
 
-    /// How many times better `row` is than the table's first row whose name starts with
-    /// `prefix` (`raw`, `tokio`): the quotient of the two rows' ratios to the baseline, so it
+    /// How many times better `row` is than the table's first row of the family `prefix`
+    /// (`raw`, `tokio`: see [`in_family`]): the quotient of the two rows' ratios to the baseline, so it
     /// holds for rates and for times alike. `None` without such a row or ratios.
     pub fn vs(&self, row: &Row, prefix: &str) -> Option<f64> {
-        let other = self.rows.iter().find(|r| r.name.starts_with(prefix))?;
+        let other = self.rows.iter().find(|r| in_family(&r.name, prefix))?;
         let q = row.ratio? / other.ratio?;
         q.is_finite().then_some(q)
     }
@@ -667,6 +667,14 @@ fn format_kib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
+/// Whether a row named `name` belongs to `family` ("raw", "tokio"): the name is the family
+/// or starts with it and a space ("raw ring", "tokio current-thread"), so a peer such as
+/// "tokio-uring" is not taken for tokio.
+pub fn in_family(name: &str, family: &str) -> bool {
+    name.strip_prefix(family)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,6 +785,8 @@ mod tests {
         assert_eq!(r.vs(&r.rows[2], "raw"), Some(0.5));
         assert_eq!(r.vs(&r.rows[2], "tokio"), Some(0.75));
         assert_eq!(r.vs(&r.rows[2], "fio"), None);
+        assert!(in_family("tokio current-thread", "tokio") && in_family("tokio", "tokio"));
+        assert!(!in_family("tokio-uring", "tokio") && in_family("raw ring multishot", "raw"));
     }
 
     #[test]

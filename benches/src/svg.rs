@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Record, Row};
+use crate::report::{in_family, Record, Row};
 
 /// Width of the whole picture, in px.
 const WIDTH: f64 = 1200.0;
@@ -66,7 +66,7 @@ fn value_label(rec: &Record, v: f64) -> String {
 fn ratio_text(rec: &Record, row: &Row) -> String {
     let mut parts = Vec::new();
     if let (Some(base), Some(r)) = (rec.baseline(), row.ratio) {
-        let usual = base.name.starts_with("raw") || base.name.starts_with("tokio");
+        let usual = in_family(&base.name, "raw") || in_family(&base.name, "tokio");
         if !usual && base.name != row.name && r.is_finite() {
             parts.push(format!("{r:.2}x vs {}", base.name));
         }
@@ -75,7 +75,7 @@ fn ratio_text(rec: &Record, row: &Row) -> String {
         let is_self = rec
             .rows
             .iter()
-            .find(|r| r.name.starts_with(prefix))
+            .find(|r| in_family(&r.name, prefix))
             .is_some_and(|other| other.name == row.name);
         if let Some(q) = rec.vs(row, prefix).filter(|_| !is_self) {
             parts.push(format!("{q:.2}x vs {prefix}"));
