@@ -28,7 +28,7 @@ usage: cp [--mode splice|rw] [--depth N] [--block-size BYTES] SRC DST
 
   --mode MODE         splice: through a pipe in the kernel (default); rw: read and write
                       through user-space buffers
-  --depth N           blocks in flight at once (default 8)
+  --depth N           blocks in flight at once (default 2 with splice, 8 with rw)
   --block-size BYTES  bytes per block (and pipe size); K and M suffixes (default 1M)
   -h, --help          this text
 ";
@@ -39,7 +39,7 @@ async fn main() -> ExitCode {
     let [src, dst] = args.positional() else {
         args.usage_error("cp takes SRC and DST");
     };
-    let depth = args.value("depth", 8usize).max(1);
+
     let block = match parse_size(&args.value("block-size", "1M".to_string())) {
         Some(n) if n > 0 && n <= 1 << 30 => n,
         _ => args.usage_error("--block-size must be 1 to 1G bytes, e.g. 65536, 256K, 1M"),
@@ -49,6 +49,10 @@ async fn main() -> ExitCode {
         "rw" => false,
         _ => args.usage_error("--mode is splice or rw"),
     };
+    // Spliced blocks are written by the kernel's io-wq workers, which take the destination
+    // inode's lock in turn: past two in flight they mostly wait for each other (1 GiB here:
+    // 0.37 s at depth 2, 0.4-1.1 s at depth 8). Buffered blocks gain from more.
+    let depth = args.value("depth", if splice { 2 } else { 8usize }).max(1);
     let copy = pin!(copy(src, dst, depth, block, splice));
     let ctrl_c = pin!(runtime::signal::ctrl_c());
     match select(copy, ctrl_c).await {
