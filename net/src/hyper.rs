@@ -110,6 +110,20 @@ impl<T: AsyncBufRead + AsyncWrite + Unpin> Write for HyperIo<T> {
         Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
 
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    /// Yes: the streams of this crate gather the slices into one send, so hyper can hand
+    /// over head and body without flattening them into its own buffer first.
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let inner = &mut self.get_mut().inner;
         // Read ahead: hyper flushes a response and only then reads the next request, so arm

@@ -71,3 +71,48 @@ async fn send_zc_dropped_in_flight_is_safe() {
     let (res, _) = a.send_zc(vec![2u8; 16]).await;
     assert!(res.is_err(), "the peer is gone: {res:?}");
 }
+
+#[runtime::test]
+async fn async_write_vectored_gathers_slices_into_one_send() {
+    use futures::{AsyncReadExt, AsyncWriteExt};
+    use std::io::IoSlice;
+    let (mut a, mut b) = pair().await;
+    let before = runtime::stats().unwrap();
+    let n = AsyncWriteExt::write_vectored(
+        &mut a,
+        &[
+            IoSlice::new(b"head, "),
+            IoSlice::new(b""),
+            IoSlice::new(b"body"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(n, 10, "every slice is taken");
+    AsyncWriteExt::flush(&mut a).await.unwrap();
+    assert_eq!(
+        (runtime::stats().unwrap() - before).sqes_submitted,
+        1,
+        "one send for all the slices"
+    );
+    let mut got = [0u8; 10];
+    AsyncReadExt::read_exact(&mut b, &mut got).await.unwrap();
+    assert_eq!(&got, b"head, body");
+    // More than the 64 KiB a write takes: a short count, the rest for the next call.
+    let big = vec![7u8; 48 * 1024];
+    let n = AsyncWriteExt::write_vectored(&mut a, &[IoSlice::new(&big), IoSlice::new(&big)])
+        .await
+        .unwrap();
+    assert_eq!(n, 64 * 1024);
+    AsyncWriteExt::flush(&mut a).await.unwrap();
+    let mut got = vec![0u8; n];
+    AsyncReadExt::read_exact(&mut b, &mut got).await.unwrap();
+    assert!(got.iter().all(|&x| x == 7));
+    // Nothing but empty slices: Ok(0) at once.
+    assert_eq!(
+        AsyncWriteExt::write_vectored(&mut a, &[IoSlice::new(b"")])
+            .await
+            .unwrap(),
+        0
+    );
+}

@@ -73,6 +73,15 @@ macro_rules! impl_async_write {
                 this.write.poll_write(&this.fd, cx, buf)
             }
 
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.write.poll_write_vectored(&this.fd, cx, bufs)
+            }
+
             fn poll_flush(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,

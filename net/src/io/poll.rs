@@ -137,16 +137,33 @@ impl WriteState {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if data.is_empty() {
+        self.poll_write_vectored(fd, cx, &[io::IoSlice::new(data)])
+    }
+
+    /// Accepts up to 64 KiB of `bufs`, in order, into one buffer and starts sending it: one
+    /// send for a response's head and body, which a caller such as hyper would otherwise
+    /// copy together itself first.
+    pub(crate) fn poll_write_vectored(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if bufs.iter().all(|b| b.is_empty()) {
             return Poll::Ready(Ok(0));
         }
         ready!(self.poll_drain(fd, cx))?;
         let mut buf = mem::take(&mut self.spare);
         buf.clear();
-        let n = data.len().min(WRITE_CAP);
-        buf.extend_from_slice(&data[..n]);
-        let len = buf.bytes_init();
-        self.in_flight = Some(ops::send(fd, buf.slice(..len)));
+        for b in bufs {
+            let room = WRITE_CAP - buf.len();
+            if room == 0 {
+                break;
+            }
+            buf.extend_from_slice(&b[..b.len().min(room)]);
+        }
+        let n = buf.len();
+        self.in_flight = Some(ops::send(fd, buf.slice(..n)));
         // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
         // for another call. A send that already failed fails this write.
         match self.poll_drain(fd, cx) {
