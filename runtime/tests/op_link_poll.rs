@@ -262,3 +262,49 @@ fn dropping_an_armed_poll_multi_leaves_the_runtime_sane() {
         assert!(again.next().await.unwrap().is_ok());
     });
 }
+
+#[test]
+fn a_stream_with_many_queued_events_yields_to_other_tasks() {
+    use futures::StreamExt;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    const EVENTS: usize = 300;
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    let mut w = std::fs::File::from(w);
+    let fd = r.as_raw_fd();
+    rt.block_on(async {
+        let mut ready = runtime::poll_multi(fd, libc::POLLIN as u32);
+        let mut next = tokio_test::task::spawn(ready.next());
+        tokio_test::assert_pending!(next.poll());
+        drop(next);
+        // One write per loop turn: each wakes the poll and posts a CQE of its own, which
+        // queues in the stream's slot while nobody polls it.
+        for _ in 0..EVENTS {
+            io::Write::write_all(&mut w, b"x").unwrap();
+            runtime::nop().await.unwrap();
+        }
+        let drained = Rc::new(Cell::new(0usize));
+        let seen = drained.clone();
+        let observer = runtime::spawn_local(async move {
+            loop {
+                if seen.get() > 0 {
+                    return seen.get();
+                }
+                runtime::yield_now().await;
+            }
+        });
+        let count = drained.clone();
+        let drainer = runtime::spawn_local(async move {
+            while count.get() < EVENTS {
+                ready.next().await.unwrap().unwrap();
+                count.set(count.get() + 1);
+            }
+        });
+        let at = observer.await.unwrap();
+        drainer.await.unwrap();
+        // Without the poll budget the drainer would take every queued event in one poll.
+        assert!(at < EVENTS, "the other task ran only after all {at} events");
+        assert_eq!(drained.get(), EVENTS);
+    });
+}

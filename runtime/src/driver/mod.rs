@@ -203,28 +203,24 @@ impl Driver {
         }
         self.counters.enters += 1;
         let want = std::mem::take(&mut self.batch_hint).min(self.ops.len());
-        let res = if want > 1 && self.min_timeout_ok {
-            // A task waits for a batch (a linked chain): wait for all of it, so the kernel
-            // runs the chain's deferred work in this one enter, but for at most
-            // `BATCH_WAIT_US` before returning with whatever arrived.
-            let args = types::SubmitArgs::new().min_wait_usec(BATCH_WAIT_US);
-            match timeout {
-                None => self.ring.submitter().submit_with_args(want, &args),
-                Some(d) => {
-                    let ts = types::Timespec::from(d);
-                    let args = args.timespec(&ts);
-                    self.ring.submitter().submit_with_args(want, &args)
-                }
-            }
+        // A task waiting for a batch (a linked chain) has the wait ask for all of it, so the
+        // kernel runs the chain's deferred work in this one enter, but for at most
+        // `BATCH_WAIT_US` before it returns with whatever arrived.
+        let batch = want > 1 && self.min_timeout_ok;
+        let args = types::SubmitArgs::new();
+        let args = if batch {
+            args.min_wait_usec(BATCH_WAIT_US)
         } else {
-            match timeout {
-                None => self.ring.submit_and_wait(1),
-                Some(d) => {
-                    let ts = types::Timespec::from(d);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(1, &args)
-                }
-            }
+            args
+        };
+        let wait_nr = if batch { want } else { 1 };
+        let res = match timeout.map(types::Timespec::from) {
+            None if !batch => self.ring.submit_and_wait(1),
+            None => self.ring.submitter().submit_with_args(wait_nr, &args),
+            Some(ts) => self
+                .ring
+                .submitter()
+                .submit_with_args(wait_nr, &args.timespec(&ts)),
         };
         if let Err(e) = res {
             match e.raw_os_error() {
@@ -387,13 +383,18 @@ impl Driver {
         }
     }
 
-    /// Polls a multishot op's slot: its next CQE, or `Pending` with the waker stored. The
+    /// Polls a multishot op's slot: its next CQE (spending a unit of the poll budget), or
+    /// `Pending` with the waker stored (or, out of budget, with the task woken to yield). The
     /// slot is freed when its final CQE is taken.
     pub(crate) fn poll_multi(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
         let Lifecycle::Multi(m) = &mut self.ops[key] else {
             panic!("multishot op polled in state {:?}", self.ops[key])
         };
         let op::MultiSlot { waker, queue, .. } = &mut **m;
+        if !queue.is_empty() && !crate::executor::coop::try_spend(cx) {
+            // Out of budget: the task was woken and yields; the CQEs stay queued.
+            return Poll::Pending;
+        }
         match queue.pop_front() {
             Some((res, flags)) => {
                 let cqe = Cqe::from_raw(res, flags);

@@ -25,7 +25,7 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::{cqueue, squeue};
 
-use crate::executor::{self, coop};
+use crate::executor;
 
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
@@ -451,10 +451,9 @@ impl<T: 'static> MultiOp<T> {
             unreachable!()
         };
         let key = *key;
-        let ready = std::task::ready!(coop::poll_proceed(cx));
+        // The poll budget is checked (and spent) only once a CQE is there.
         match executor::with_driver(|d| d.poll_multi(key, cx)) {
             Poll::Ready(cqe) => {
-                ready.made_progress();
                 if !cqe.more() {
                     if let State::Submitted { data, .. } =
                         std::mem::replace(&mut self.state, State::Done)

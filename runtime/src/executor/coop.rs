@@ -6,7 +6,7 @@
 //! run queue.
 
 use std::cell::Cell;
-use std::task::{Context, Poll};
+use std::task::Context;
 
 /// Ops a task may complete in one poll before it is made to yield.
 pub(crate) const TASK_BUDGET: u32 = 128;
@@ -20,29 +20,9 @@ pub(crate) fn reset() {
     BUDGET.with(|b| b.set(TASK_BUDGET));
 }
 
-/// Permission for one op to return `Ready`; spend it with [`Proceed::made_progress`].
-pub(crate) struct Proceed(());
-
-impl Proceed {
-    /// The op returned `Ready`: one unit spent.
-    pub(crate) fn made_progress(self) {
-        BUDGET.with(|b| b.set(b.get().saturating_sub(1)));
-    }
-}
-
-/// `Ready` while the current task has budget left; otherwise wakes it and says `Pending`.
-pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
-    if BUDGET.with(Cell::get) == 0 {
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    } else {
-        Poll::Ready(Proceed(()))
-    }
-}
-
-/// One unit for an op whose result is there: `true` when spent, else the task is woken
-/// (it goes to the back of the run queue) and the op must say `Pending`. One thread-local
-/// access, for the single-shot op's hot path.
+/// One unit for an op whose result is there (checked only then, so a pending op costs
+/// nothing): `true` when spent, else the task is woken (it goes to the back of the run
+/// queue) and the op must say `Pending`. One thread-local access.
 #[inline]
 pub(crate) fn try_spend(cx: &mut Context<'_>) -> bool {
     let spent = BUDGET.with(|b| match b.get() {
@@ -68,18 +48,11 @@ mod tests {
         reset();
         let mut cx = Context::from_waker(Waker::noop());
         for _ in 0..TASK_BUDGET {
-            match poll_proceed(&mut cx) {
-                Poll::Ready(p) => p.made_progress(),
-                Poll::Pending => panic!("budget ran out early"),
-            }
+            assert!(try_spend(&mut cx), "budget ran out early");
         }
-        assert!(poll_proceed(&mut cx).is_pending());
-        assert!(!try_spend(&mut cx));
+        assert!(!try_spend(&mut cx), "try_spend stops at zero");
+        assert!(!try_spend(&mut cx), "and stays there");
         reset();
-        assert!(poll_proceed(&mut cx).is_ready());
-        for _ in 0..TASK_BUDGET {
-            assert!(try_spend(&mut cx));
-        }
-        assert!(!try_spend(&mut cx), "try_spend stops at zero too");
+        assert!(try_spend(&mut cx));
     }
 }
