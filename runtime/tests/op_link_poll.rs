@@ -133,6 +133,34 @@ fn a_chain_longer_than_the_sq_is_refused() {
 }
 
 #[test]
+fn a_chain_refuses_an_op_already_polled() {
+    let rt = runtime::Runtime::new().unwrap();
+    let (r, w) = pipe();
+    io::Write::write_all(&mut std::fs::File::from(w), b"abc").unwrap();
+    rt.block_on(async {
+        // Completed: its buffer went back to the caller, its SQE still points at it.
+        let mut done = runtime::read(r.as_raw_fd(), vec![0u8; 8], u64::MAX);
+        let (n, buf) = (&mut done).await;
+        assert_eq!(n.unwrap(), 3);
+        drop(buf);
+        // Submitted and in flight (nothing more to read).
+        let mut pending = runtime::read(r.as_raw_fd(), vec![0u8; 8], u64::MAX);
+        let mut first = tokio_test::task::spawn(&mut pending);
+        tokio_test::assert_pending!(first.poll());
+        drop(first);
+        let before = runtime::stats().unwrap();
+        for ops in [vec![done], vec![pending]] {
+            let err = Link::new(ops).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains("already polled"), "{err}");
+        }
+        // Nothing was pushed again (the in-flight read's cancel is the only SQE).
+        let after = runtime::stats().unwrap() - before;
+        assert!(after.sqes_submitted <= 1, "{after:?}");
+    });
+}
+
+#[test]
 fn an_empty_chain_resolves_at_once() {
     let rt = runtime::Runtime::new().unwrap();
     let outputs = rt.block_on(Link::new(std::iter::empty::<

@@ -43,7 +43,8 @@ impl<T: Completable> Unpin for Link<T> {}
 
 impl<T: Completable> Link<T> {
     /// Chains `ops` in order with `IOSQE_IO_LINK`. Nothing is submitted until the first
-    /// poll. A chain longer than the ring's SQ resolves to an `InvalidInput` error.
+    /// poll. A chain longer than the ring's SQ, or holding an op that was already polled,
+    /// resolves to an `InvalidInput` error.
     pub fn new(ops: impl IntoIterator<Item = Op<T>>) -> Self {
         let ops: Vec<Op<T>> = ops.into_iter().collect();
         Link {
@@ -77,6 +78,13 @@ impl<T: Completable> Future for Link<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if !this.submitted {
+            if !this.ops.iter().all(Op::is_fresh) {
+                // Its SQE may point at a buffer already given back: never push it again.
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "an op in a chain was already polled; a chain takes fresh ops only",
+                )));
+            }
             let flag = this.flag;
             let ops = &mut this.ops;
             executor::with_core_driver(|id, driver| {

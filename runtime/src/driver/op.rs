@@ -287,7 +287,14 @@ impl<T: Completable> Op<T> {
         self.data.as_ref()
     }
 
+    /// Whether the op was never submitted and still owns its data: only then may its SQE
+    /// be pushed (after completion the SQE still points at memory given back to the user).
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.key == NOT_SUBMITTED && self.data.is_some()
+    }
+
     /// Pushes the SQE now, waiting with `waker` (the first poll, or a chain's submission).
+    /// The caller has checked [`Op::is_fresh`].
     #[inline]
     pub(crate) fn submit_on(
         &mut self,
