@@ -53,7 +53,8 @@ async fn main() -> ExitCode {
     // inode's lock in turn: past two in flight they mostly wait for each other (1 GiB here:
     // 0.37 s at depth 2, 0.4-1.1 s at depth 8). Buffered blocks gain from more.
     let depth = args.value("depth", if splice { 2 } else { 8usize }).max(1);
-    let copy = pin!(copy(src, dst, depth, block, splice));
+    let (from, to) = (src.clone(), dst.clone());
+    let copy = Box::pin(async move { copy(&from, &to, depth, block, splice).await });
     let ctrl_c = pin!(runtime::signal::ctrl_c());
     match select(copy, ctrl_c).await {
         Either::Left((Ok(_), _)) => ExitCode::SUCCESS,
@@ -61,7 +62,11 @@ async fn main() -> ExitCode {
             eprintln!("cp: {e}");
             ExitCode::FAILURE
         }
-        Either::Right(_) => {
+        Either::Right((_, copy)) => {
+            // `runtime::splice` names the pipes by fd number: dropping the copy would close
+            // them under splices still in flight. The process ends now; the kernel closes
+            // them after the runtime has reaped those splices.
+            std::mem::forget(copy);
             eprintln!("cp: interrupted; {dst} is incomplete");
             ExitCode::from(130)
         }
