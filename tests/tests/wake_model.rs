@@ -1,33 +1,38 @@
-//! Exhaustive interleaving check of the cross-thread wake path: no lost wake-up.
+//! Exhaustive interleaving check of the wake paths: no lost wake-up.
 //!
-//! The path under test (runtime/src/executor/task.rs, shared.rs and the loop's `tick` in
-//! executor/mod.rs), step by step as the code runs it:
+//! The paths under test (runtime/src/executor/task.rs, shared.rs and the loop's `tick` in
+//! executor/mod.rs), step by step as the code runs them:
 //!
-//! - **waker thread** (`waker_wake` / `schedule` / `Shared::push_remote` / `notify`): makes the
-//!   event the task waits for visible; `state.fetch_or(SCHEDULED)`, done if it was set; locks
-//!   the remote queue and pushes the task; `notified.swap(true)`, done if it was set; posts a
-//!   wake token (an eventfd write or a MSG_RING CQE, both of which stay pending until the core
-//!   reaps them).
-//! - **core** (`tick`): runs its local queue, each poll first clearing SCHEDULED
-//!   (`fetch_sub(REF_ONE | SCHEDULED)`) and then looking at the event; loads `notified` and,
-//!   if set, drains (`notified.store(false)`, then the queue taken under the lock); computes
-//!   `ready` (local queue non-empty or `notified` set); if it was woken remotely and is not
-//!   ready, it may spin on `notified` a while; then parks: blocking until a wake token when
-//!   not ready, otherwise a non-blocking reap (which may or may not see a pending token).
+//! - **waker thread** (`waker_wake` off the owning thread / `Shared::push_remote` /
+//!   `notify`): makes the event the task waits for visible; `state.fetch_or(SCHEDULED)`,
+//!   done if it was set (or the task is complete); locks the remote queue and pushes the
+//!   task; `notified.swap(true)`, done if it was set; posts a wake token (an eventfd write or
+//!   a MSG_RING CQE, both of which stay pending until the core reaps them).
+//! - **core** (`tick`): runs its local queue, each poll first clearing the task's `queued`
+//!   flag and then looking at the event; loads `notified` and, if set, drains
+//!   (`notified.store(false)`, then the queue taken under the lock, then each entry made
+//!   local by `RawTask::into_local`: `fetch_and(!SCHEDULED)`, then pushed unless the task is
+//!   queued locally already or complete); computes `ready` (local queue non-empty or
+//!   `notified` set); if it was woken remotely and is not ready, it may spin on `notified` a
+//!   while; then parks: blocking until a wake token when not ready, otherwise a non-blocking
+//!   reap (which may or may not see a pending token). Each reap may also deliver a *local*
+//!   event (a CQE of the task's op): the local wake (`waker_wake` on the owning thread)
+//!   pushes the task unless `queued`, `SCHEDULED` or `COMPLETE` is set.
 //!
-//! Every interleaving of those steps across the core and two waker threads is explored
-//! (depth-first, states deduplicated). A state where no thread can move while a task still
-//! waits for an event already delivered is a lost wake-up: the core sleeps in the kernel
-//! with nobody left to wake it. The check runs the real protocol (which must pass) and
-//! three broken orderings (each of which must be caught, with the interleaving printed), so
-//! the model is shown to be able to fail.
+//! Every interleaving of those steps across the core and up to three waker threads is
+//! explored (depth-first, states deduplicated). A state where no thread can move while a
+//! task still waits for an event already delivered is a lost wake-up: the core sleeps in
+//! the kernel with nobody left to wake it. The check runs the real protocol (which must
+//! pass) and four broken orderings (each of which must be caught, with the interleaving
+//! printed), so the model is shown to be able to fail.
 //!
 //! The model is sequentially consistent. That is sound here: the queue is only touched
-//! under its mutex, and the two flags are read-modify-writes or SeqCst, so the one
-//! store-buffer pattern (core: clear `notified`, then read the queue; waker: write the
-//! queue, then swap `notified`) is ordered by the mutex. `loom` would also explore weak
-//! memory, at the cost of swapping the runtime's atomics for its own; this model keeps the
-//! runtime's code unchanged and covers the ordering bugs that lose wake-ups.
+//! under its mutex, `queued` only by the core's thread, and the other flags are
+//! read-modify-writes or SeqCst, so the one store-buffer pattern (core: clear `notified`,
+//! then read the queue; waker: write the queue, then swap `notified`) is ordered by the
+//! mutex. `loom` would also explore weak memory, at the cost of swapping the runtime's
+//! atomics for its own; this model keeps the runtime's code unchanged and covers the
+//! ordering bugs that lose wake-ups.
 
 use std::collections::{HashMap, HashSet};
 
@@ -41,25 +46,30 @@ enum Protocol {
     ClearAfterDrain,
     /// Broken: a waker sets `notified` and wakes the core before pushing the task.
     NotifyBeforePush,
-    /// Broken: a poll looks at the event before clearing SCHEDULED (a wake in between
-    /// sees SCHEDULED still set and does nothing; the poll returns Pending).
-    ClearScheduledAfterPoll,
+    /// Broken: the drain makes remote entries local without clearing SCHEDULED (every
+    /// later remote wake finds it set and does nothing).
+    KeepScheduledOnDrain,
+    /// Broken: a poll never clears `queued` (every later local wake finds it set and does
+    /// nothing).
+    KeepQueuedOnPoll,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum CorePc {
     /// Pop the next local task, or go on to the remote check.
     RunQueue,
-    /// Poll, first step (clear SCHEDULED, or read the event under `ClearScheduledAfterPoll`).
+    /// Poll, first step: clear `queued`.
     Poll1(u8),
-    /// Poll, second step; `.1` is the event count the poll saw, if it has looked already.
-    Poll2(u8, Option<u8>),
+    /// Poll, second step: look at the event.
+    Poll2(u8),
     /// `let remote = notified.load()`.
     LoadNotified,
     /// Drain, first step.
     Drain1,
-    /// Drain, second step.
+    /// Drain, second step: take the remote queue.
     Drain2,
+    /// Drain, third step: make the next taken entry local (`into_local`).
+    Convert,
     /// `ready = !queue.is_empty() || notified.load()`.
     ReadyCheck,
     /// The short spin after a remote wake (only when not ready).
@@ -89,11 +99,17 @@ struct State {
     token: bool,
     scheduled: Vec<bool>,
     complete: Vec<bool>,
+    /// Events still to come from this core's own reaps (a CQE per unit), per task.
+    local_events: Vec<u8>,
     /// Events delivered to each task.
     events: Vec<u8>,
     // The core's own.
     core: CorePc,
     local_queue: Vec<u8>,
+    /// `queued` per task: an entry in the local queue. Only the core touches it.
+    queued: Vec<bool>,
+    /// Entries taken from the remote queue, not yet made local.
+    draining: Vec<u8>,
     remote: bool,
     ready: bool,
     /// Each waker thread: where it is and which task it wakes.
@@ -101,10 +117,11 @@ struct State {
 }
 
 /// One scenario: `needed[t]` events complete task `t`; `wakers[i]` is the task thread `i`
-/// delivers one event to.
+/// delivers one event to; `local[t]` events for task `t` come from the core's own reaps.
 struct Scenario {
     needed: Vec<u8>,
     wakers: Vec<u8>,
+    local: Vec<u8>,
 }
 
 struct Model {
@@ -122,9 +139,12 @@ impl Model {
             // Every task starts polled once and Pending (SCHEDULED clear, waker registered).
             scheduled: vec![false; n],
             complete: vec![false; n],
+            local_events: scenario.local.clone(),
             events: vec![0; n],
             core: CorePc::RunQueue,
             local_queue: Vec::new(),
+            queued: vec![false; n],
+            draining: Vec::new(),
             remote: false,
             ready: false,
             wakers: scenario
@@ -160,24 +180,14 @@ impl Model {
                 }
             }
             CorePc::Poll1(t) => {
-                let i = t as usize;
-                if self.protocol == Protocol::ClearScheduledAfterPoll {
-                    n.core = CorePc::Poll2(t, Some(s.events[i]));
-                } else {
-                    n.scheduled[i] = false;
-                    n.core = CorePc::Poll2(t, None);
+                if self.protocol != Protocol::KeepQueuedOnPoll {
+                    n.queued[t as usize] = false;
                 }
+                n.core = CorePc::Poll2(t);
             }
-            CorePc::Poll2(t, seen) => {
+            CorePc::Poll2(t) => {
                 let i = t as usize;
-                let seen = match seen {
-                    Some(seen) => {
-                        n.scheduled[i] = false;
-                        seen
-                    }
-                    None => s.events[i],
-                };
-                if seen >= self.needed[i] {
+                if s.events[i] >= self.needed[i] {
                     n.complete[i] = true;
                 }
                 n.core = CorePc::RunQueue;
@@ -192,7 +202,7 @@ impl Model {
             }
             CorePc::Drain1 => {
                 if self.protocol == Protocol::ClearAfterDrain {
-                    n.local_queue.append(&mut n.remote_queue);
+                    n.draining.append(&mut n.remote_queue);
                 } else {
                     n.notified = false;
                 }
@@ -202,9 +212,24 @@ impl Model {
                 if self.protocol == Protocol::ClearAfterDrain {
                     n.notified = false;
                 } else {
-                    n.local_queue.append(&mut n.remote_queue);
+                    n.draining.append(&mut n.remote_queue);
                 }
-                n.core = CorePc::ReadyCheck;
+                n.core = CorePc::Convert;
+            }
+            CorePc::Convert => {
+                if n.draining.is_empty() {
+                    n.core = CorePc::ReadyCheck;
+                } else {
+                    let t = n.draining.remove(0);
+                    let i = t as usize;
+                    if self.protocol != Protocol::KeepScheduledOnDrain {
+                        n.scheduled[i] = false;
+                    }
+                    if !s.complete[i] && !s.queued[i] {
+                        n.queued[i] = true;
+                        n.local_queue.push(t);
+                    }
+                }
             }
             CorePc::ReadyCheck => {
                 n.ready = !s.local_queue.is_empty() || s.notified;
@@ -233,21 +258,43 @@ impl Model {
                 return out;
             }
             CorePc::Park => {
+                let mut out = Vec::new();
                 if !s.ready {
-                    // Sleeps in the kernel until a wake token is there.
-                    if !s.token {
-                        return Vec::new();
+                    // Sleeps in the kernel until a wake token (or a CQE of its own) is there.
+                    if s.token {
+                        let mut m = n.clone();
+                        m.token = false;
+                        m.core = CorePc::RunQueue;
+                        out.push(m);
                     }
-                    n.token = false;
-                } else if s.token {
-                    // A non-blocking reap may see the token or not yet.
+                } else {
+                    // A non-blocking reap may see a pending token or not yet.
+                    n.core = CorePc::RunQueue;
+                    if s.token {
+                        let mut m = n.clone();
+                        m.token = false;
+                        out.push(m);
+                    }
+                    out.push(n.clone());
+                }
+                // Any reap (blocking or not) may bring one local CQE, which wakes its task
+                // locally.
+                for t in 0..s.local_events.len() {
+                    if s.local_events[t] == 0 {
+                        continue;
+                    }
                     let mut m = n.clone();
                     m.token = false;
+                    m.local_events[t] -= 1;
+                    m.events[t] += 1;
+                    if !m.queued[t] && !m.scheduled[t] && !m.complete[t] {
+                        m.queued[t] = true;
+                        m.local_queue.push(t as u8);
+                    }
                     m.core = CorePc::RunQueue;
-                    n.core = CorePc::RunQueue;
-                    return vec![n, m];
+                    out.push(m);
                 }
-                n.core = CorePc::RunQueue;
+                return out;
             }
         }
         vec![n]
@@ -372,6 +419,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             Scenario {
                 needed: vec![1],
                 wakers: vec![0],
+                local: vec![0],
             },
         ),
         (
@@ -379,6 +427,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             Scenario {
                 needed: vec![2],
                 wakers: vec![0, 0],
+                local: vec![0],
             },
         ),
         (
@@ -386,6 +435,7 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             Scenario {
                 needed: vec![1, 1],
                 wakers: vec![0, 1],
+                local: vec![0, 0],
             },
         ),
         (
@@ -393,6 +443,23 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             Scenario {
                 needed: vec![2, 1],
                 wakers: vec![0, 0, 1],
+                local: vec![0, 0],
+            },
+        ),
+        (
+            "one task, two local CQEs and one remote waker (needs all three)",
+            Scenario {
+                needed: vec![3],
+                wakers: vec![0],
+                local: vec![2],
+            },
+        ),
+        (
+            "two tasks, local CQEs for both, remote wakers for one",
+            Scenario {
+                needed: vec![3, 1],
+                wakers: vec![0, 0],
+                local: vec![1, 1],
             },
         ),
     ]
@@ -428,7 +495,8 @@ fn each_broken_ordering_is_caught() {
     for protocol in [
         Protocol::ClearAfterDrain,
         Protocol::NotifyBeforePush,
-        Protocol::ClearScheduledAfterPoll,
+        Protocol::KeepScheduledOnDrain,
+        Protocol::KeepQueuedOnPoll,
     ] {
         let caught: Vec<_> = scenarios()
             .into_iter()

@@ -7,8 +7,9 @@
 //! 3. reap the whole CQ in one pass and wake each op's task.
 //!
 //! A wake on the core's own thread is a push onto the local queue (no syscall, no lock, no
-//! allocation). A wake from another thread pushes onto the core's remote queue and writes
-//! the core's eventfd, on which the driver keeps a read armed, once per batch.
+//! allocation, no atomic read-modify-write: see task.rs). A wake from another thread pushes
+//! onto the core's remote queue and wakes the core's ring (MSG_RING, or its eventfd, on
+//! which the driver keeps a read armed), once per batch.
 //!
 //! # Invariant
 //! `CONTEXT` points at the core whose loop runs on this thread, for exactly as long as a
@@ -124,19 +125,17 @@ pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option
     with_core(|c| f(&mut c.timers.borrow_mut(), c.shared.id))
 }
 
-/// Sends a woken task to its core's run queue (task.rs calls this).
-fn schedule(task: RawTask, owner: &Arc<Shared>) {
+/// Runs `f` with the current core if it is `owner`'s: this thread runs that core's loop (a
+/// wake here is local). `None` on any other thread, or outside the loop.
+#[inline]
+fn on_owner<R>(owner: &Arc<Shared>, f: impl FnOnce(&Core) -> R) -> Option<R> {
     let p = CONTEXT.with(Cell::get);
-    if !p.is_null() {
-        // SAFETY: a non-null CONTEXT is a live, entered core (module invariant).
-        let core = unsafe { &*p };
-        if Arc::ptr_eq(&core.shared, owner) {
-            // Hot path: a local wake is one queue push.
-            core.queue.borrow_mut().push_back(task);
-            return;
-        }
+    if p.is_null() {
+        return None;
     }
-    owner.push_remote(task);
+    // SAFETY: a non-null CONTEXT is a live, entered core (module invariant).
+    let core = unsafe { &*p };
+    Arc::ptr_eq(&core.shared, owner).then(|| f(core))
 }
 
 /// A finished task leaves its core's task list (task.rs calls this).
@@ -282,7 +281,7 @@ where
         let Some(target) = c.set.get(core) else {
             panic!("spawn_on({core}): this runtime has {} core(s)", c.set.len())
         };
-        let (run, list, join) = RawTask::new(future, target.clone());
+        let (run, list, join) = RawTask::new(future, target.clone(), false);
         target.push_spawn(run, list);
         JoinHandle::new(join)
     })
@@ -429,7 +428,7 @@ impl Core {
     where
         F: Future + 'static,
     {
-        let (run, list, join) = RawTask::new(future, self.shared.clone());
+        let (run, list, join) = RawTask::new(future, self.shared.clone(), true);
         let key = self.owned.borrow_mut().insert(list);
         run.set_owned_key(key);
         self.queue.borrow_mut().push_back(run);
@@ -550,9 +549,20 @@ impl Core {
             // Spawned from another thread: it joins this core's task list here.
             let key = self.owned.borrow_mut().insert(list);
             run.set_owned_key(key);
-            queue.push_back(run);
+            // (`None`: aborted and queued locally already; the entry is dropped, which
+            // never frees the task, as the task list holds it.)
+            if let Some(run) = run.into_local() {
+                queue.push_back(run);
+            }
         }
-        queue.extend(drained.tasks);
+        for task in drained.tasks {
+            // Remote entries become local ones, or go when the task is queued already or
+            // finished (dropping one frees at most an empty cell: the module invariant of
+            // task.rs).
+            if let Some(task) = task.into_local() {
+                queue.push_back(task);
+            }
+        }
     }
 
     /// Drops every task, closes the remote queue, cancels and reaps every op.

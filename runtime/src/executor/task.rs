@@ -2,34 +2,47 @@
 //!
 //! # Invariant
 //! - One atomic word holds the state flags (low four bits) and the reference count (the
-//!   rest, in units of `REF_ONE`), so the hot transitions are one atomic operation each.
-//!   References are every [`RawTask`] (run-queue entries, the owner's task list, the join
-//!   handle) and every waker. The cell is freed when the count reaches zero, on whichever
-//!   thread.
-//! - While a task is not complete, its core's task list holds a reference: that is what
-//!   keeps it alive while it is polled (the poll gives up the run-queue entry's reference
-//!   as it starts, in the same operation that clears `SCHEDULED`).
+//!   rest, in units of `REF_ONE`). References are every [`RawTask`] (run-queue entries, the
+//!   owner's task list, the join handle, the poll's own) and every waker. The cell is freed
+//!   when the count reaches zero, on whichever thread.
+//! - While a task is not complete, its core's task list holds a reference.
+//! - A task is queued in one of two ways, and each way dedups its own wakes:
+//!   - **local** (a wake on the owning core's thread, inside its loop): `queued` is set
+//!     while the task has an entry in the core's local queue. It is only touched on that
+//!     thread, so it costs no atomic operation; a local wake that finds `queued`,
+//!     `SCHEDULED` or `COMPLETE` set does nothing.
+//!   - **remote** (any other thread): `SCHEDULED` is set (`fetch_or`) while an entry waits
+//!     in the core's remote queue. The core's drain clears it (`fetch_and`) as it moves the
+//!     entry to the local queue, or drops the entry when `queued` is already set.
+//!
+//!   Either way, a wake after a poll began is followed by another poll: `queued` is cleared
+//!   as the poll starts, before the future looks at anything, and a set `SCHEDULED` means a
+//!   drain (and then a poll) is still to come.
+//! - The poll holds one reference (the local queue entry's) for its duration, published in
+//!   `POLL_REF`: the first clone of the task's own waker during the poll, or a wake by
+//!   reference that needs a new queue entry, takes it over instead of incrementing the
+//!   count. So a task that awaits one op per poll (clone, wake, poll) does no atomic
+//!   read-modify-write at all.
 //! - The stage (future or output) is touched by the owning core's thread, except the output
 //!   after `COMPLETE`, which belongs to the join handle (see `join.rs`). The future is
 //!   dropped on the owning thread (when the task finishes, is aborted, or the runtime shuts
 //!   down) while the owner's task list still holds a reference, so the last reference,
 //!   wherever it is dropped, only ever frees an empty stage.
-//! - `SCHEDULED` is set while a run-queue entry for the task exists (or is being pushed);
-//!   a wake while it is set does nothing, so one wake is one queue push at most.
 
+use std::cell::Cell as StdCell;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
 use futures::task::AtomicWaker;
 
 use super::join::JoinError;
-use super::{coop, Shared};
+use super::{coop, Core, Shared};
 
 const SCHEDULED: usize = 1;
 const COMPLETE: usize = 2;
@@ -40,6 +53,26 @@ const REF_ONE: usize = 16;
 
 /// Marks a task that is not (or no longer) in its core's task list.
 pub(crate) const NOT_OWNED: usize = usize::MAX;
+
+thread_local! {
+    /// The task this thread is polling whose poll reference is still unclaimed (null when
+    /// none): see the module invariant.
+    static POLL_REF: StdCell<*const Header> = const { StdCell::new(std::ptr::null()) };
+}
+
+/// Takes over the poll's reference if `ptr` is the task this thread is polling and its
+/// reference is unclaimed.
+#[inline(always)]
+fn take_poll_ref(ptr: *const Header) -> bool {
+    POLL_REF.with(|r| {
+        if r.get() == ptr {
+            r.set(std::ptr::null());
+            true
+        } else {
+            false
+        }
+    })
+}
 
 /// The type-erased operations on one task type.
 struct Vtable {
@@ -59,6 +92,9 @@ pub(crate) struct Header {
     pub(crate) shared: Arc<Shared>,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
     pub(crate) owned_key: AtomicUsize,
+    /// The task has an entry in its core's local queue. Owner thread only (relaxed loads
+    /// and stores: an atomic only so the header may be shared).
+    queued: AtomicBool,
     join_waker: AtomicWaker,
 }
 
@@ -85,22 +121,29 @@ unsafe impl Send for RawTask {}
 
 impl RawTask {
     /// Allocates a task for `future`, owned by `shared`'s core. Returns three references:
-    /// for the run queue (the task starts scheduled), the task list, and the join handle.
+    /// for the run queue (the task starts queued), the task list, and the join handle.
+    /// `local`: the run-queue reference goes to the core's local queue (spawned on the
+    /// owning thread); else to its remote queue, as a remote wake would.
     pub(crate) fn new<F: Future + 'static>(
         future: F,
         shared: Arc<Shared>,
+        local: bool,
     ) -> (RawTask, RawTask, RawTask) {
+        let queued_by = if local { 0 } else { SCHEDULED };
         let cell = Box::new(Cell {
             header: Header {
-                state: AtomicUsize::new(SCHEDULED | JOIN_INTEREST | (3 * REF_ONE)),
+                state: AtomicUsize::new(queued_by | JOIN_INTEREST | (3 * REF_ONE)),
                 vtable: vtable::<F>(),
                 shared,
                 owned_key: AtomicUsize::new(NOT_OWNED),
+                queued: AtomicBool::new(local),
                 join_waker: AtomicWaker::new(),
             },
             stage: std::cell::UnsafeCell::new(Stage::Running(future)),
         });
         let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
+        #[cfg(test)]
+        tests::LIVE.with(|n| n.set(n.get() + 1));
         (RawTask { ptr }, RawTask { ptr }, RawTask { ptr })
     }
 
@@ -123,6 +166,20 @@ impl RawTask {
         // SAFETY: called by the owning core while it shuts down; `shutdown` takes over this
         // reference.
         unsafe { (this.header().vtable.shutdown)(this.ptr) }
+    }
+
+    /// A remote queue entry reaches the owning core's drain: `Some` (now a local entry) to
+    /// push onto the local queue, or `None` when the task is already queued locally or has
+    /// finished (the entry is then dropped). Owning thread only.
+    pub(crate) fn into_local(self) -> Option<RawTask> {
+        let h = self.header();
+        // The entry leaves the remote queue: a remote wake from now on queues it again.
+        let prev = h.state.fetch_and(!SCHEDULED, Ordering::AcqRel);
+        if prev & COMPLETE != 0 || h.queued.load(Ordering::Relaxed) {
+            return None;
+        }
+        h.queued.store(true, Ordering::Relaxed);
+        Some(self)
     }
 
     pub(crate) fn set_owned_key(&self, key: usize) {
@@ -205,51 +262,57 @@ unsafe fn cell<'a, F: Future>(ptr: NonNull<Header>) -> &'a Cell<F> {
 }
 
 unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
-    // SAFETY: a live task (we hold the run-queue reference), on its owning thread.
+    // SAFETY: a live task (we hold the local queue entry's reference), on its owning thread.
     let cell = unsafe { cell::<F>(ptr) };
-    // Hot path: give up the run-queue reference and clear SCHEDULED (set, since this entry
-    // exists) in one operation; a wake during the poll queues the task again.
-    let prev = cell
-        .header
-        .state
-        .fetch_sub(REF_ONE | SCHEDULED, Ordering::AcqRel);
-    debug_assert!(
-        prev & SCHEDULED != 0,
-        "queued task without SCHEDULED: {prev:#x}"
-    );
-    if prev & COMPLETE != 0 {
-        // A stale entry: the task finished meanwhile, so nothing else keeps it alive.
-        if prev & !(REF_ONE - 1) == REF_ONE {
-            fence(Ordering::Acquire);
-            // SAFETY: that was the last reference.
-            unsafe { (cell.header.vtable.dealloc)(ptr) };
-        }
+    // Hot path: no atomic read-modify-write. The entry leaves the local queue (a wake from
+    // now on queues the task again), and its reference becomes the poll's.
+    cell.header.queued.store(false, Ordering::Relaxed);
+    let state = cell.header.state.load(Ordering::Acquire);
+    if state & COMPLETE != 0 {
+        // A stale entry: the task finished meanwhile.
+        // SAFETY: the entry's reference is given up.
+        unsafe { drop_ref(ptr) };
         return;
     }
-    // Not complete: the task list's reference keeps the cell alive through this poll.
-    let out = if prev & CANCELLED != 0 {
-        Err(JoinError::cancelled())
+    // `holding`: the poll's reference is still ours (not taken over by a waker clone).
+    let (out, holding) = if state & CANCELLED != 0 {
+        (Err(JoinError::cancelled()), true)
     } else {
         // SAFETY: the stage is the owning thread's while the task runs.
         let stage = unsafe { &mut *cell.stage.get() };
         let Stage::Running(fut) = stage else {
-            unreachable!("task polled with its future gone, state {prev:#x}")
+            unreachable!("task polled with its future gone, state {state:#x}")
         };
         // SAFETY: the future lives in the heap cell and is never moved until it is dropped.
         let fut = unsafe { Pin::new_unchecked(fut) };
-        // The waker borrows the task list's reference: no count is taken unless it is cloned.
+        // The waker borrows the poll's reference: no count is taken unless it is cloned,
+        // and the first clone takes the poll's reference over (`POLL_REF`).
         // SAFETY: the vtable's functions uphold RawWaker's contract for this header.
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(ptr)) });
         let mut cx = Context::from_waker(&waker);
         coop::reset();
-        match catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx))) {
-            Ok(Poll::Pending) => return,
-            Ok(Poll::Ready(v)) => Ok(v),
-            Err(payload) => Err(JoinError::panic(payload)),
+        POLL_REF.with(|r| r.set(ptr.as_ptr()));
+        let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
+        let holding = take_poll_ref(ptr.as_ptr());
+        match polled {
+            Ok(Poll::Pending) => {
+                if holding {
+                    // SAFETY: the poll's reference, which nobody took over; the task list's
+                    // keeps the task alive.
+                    unsafe { drop_ref(ptr) };
+                }
+                return;
+            }
+            Ok(Poll::Ready(v)) => (Ok(v), holding),
+            Err(payload) => (Err(JoinError::panic(payload)), holding),
         }
     };
     // SAFETY: on the owning thread; the task is not complete.
     unsafe { finish::<F>(ptr, out) };
+    if holding {
+        // SAFETY: the poll's reference; this may free the task.
+        unsafe { drop_ref(ptr) };
+    }
 }
 
 /// Drops the future, stores the output, sets `COMPLETE`, wakes the joiner, and leaves the
@@ -315,6 +378,8 @@ unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
 }
 
 unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
+    #[cfg(test)]
+    tests::LIVE.with(|n| n.set(n.get() - 1));
     // SAFETY: the last reference is gone; the cell came from Box::leak in `RawTask::new`.
     drop(unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) });
 }
@@ -331,20 +396,48 @@ unsafe fn drop_ref(ptr: NonNull<Header>) {
     }
 }
 
-/// Puts the task on a run queue unless it is already on one or finished: the owner's local
-/// queue when called on the owning thread (no lock, no syscall), else its remote queue.
+/// Puts the task on a run queue unless it is already on one or finished (by reference: a
+/// new reference is taken for the entry): the owner's local queue when called on the
+/// owning thread (no lock, no syscall), else its remote queue.
 ///
 /// # Safety
 /// `ptr` is a live task (the caller holds a reference).
 unsafe fn schedule(ptr: NonNull<Header>) {
     // SAFETY: the caller's reference keeps it alive.
     let header = unsafe { ptr.as_ref() };
+    let local = super::on_owner(&header.shared, |core| {
+        if !needs_local_entry(header) {
+            return;
+        }
+        if !take_poll_ref(ptr.as_ptr()) {
+            header.state.fetch_add(REF_ONE, Ordering::Relaxed);
+        }
+        push_local(core, header, RawTask { ptr });
+    });
+    if local.is_some() {
+        return;
+    }
     let prev = header.state.fetch_or(SCHEDULED, Ordering::AcqRel);
     if prev & (SCHEDULED | COMPLETE) != 0 {
         return;
     }
     header.state.fetch_add(REF_ONE, Ordering::Relaxed);
-    super::schedule(RawTask { ptr }, &header.shared);
+    header.shared.push_remote(RawTask { ptr });
+}
+
+/// Whether a local wake must queue the task: not queued either way, not finished. Owning
+/// thread only.
+#[inline(always)]
+fn needs_local_entry(header: &Header) -> bool {
+    !header.queued.load(Ordering::Relaxed)
+        && header.state.load(Ordering::Acquire) & (SCHEDULED | COMPLETE) == 0
+}
+
+/// Pushes a local queue entry (`task`, its reference). Owning thread only.
+#[inline(always)]
+fn push_local(core: &Core, header: &Header, task: RawTask) {
+    header.queued.store(true, Ordering::Relaxed);
+    core.queue.borrow_mut().push_back(task);
 }
 
 static WAKER_VTABLE: RawWakerVTable =
@@ -357,7 +450,10 @@ fn raw_waker(ptr: NonNull<Header>) -> RawWaker {
 unsafe fn waker_clone(p: *const ()) -> RawWaker {
     // SAFETY: a waker holds (or borrows) a reference, so the header is alive.
     let header = unsafe { &*(p as *const Header) };
-    header.state.fetch_add(REF_ONE, Ordering::Relaxed);
+    // Hot path: the task's own waker cloned during its poll takes the poll's reference.
+    if !take_poll_ref(p as *const Header) {
+        header.state.fetch_add(REF_ONE, Ordering::Relaxed);
+    }
     RawWaker::new(p, &WAKER_VTABLE)
 }
 
@@ -366,15 +462,30 @@ unsafe fn waker_wake(p: *const ()) {
     let ptr = unsafe { NonNull::new_unchecked(p as *mut Header) };
     // SAFETY: as above; the waker's reference is alive until it is handed on or dropped.
     let header = unsafe { ptr.as_ref() };
-    // Hot path: the waker's own reference becomes the run-queue entry's, so a wake by value
-    // costs one atomic operation.
-    let prev = header.state.fetch_or(SCHEDULED, Ordering::AcqRel);
-    if prev & (SCHEDULED | COMPLETE) != 0 {
-        // SAFETY: the waker's reference is given up.
-        unsafe { drop_ref(ptr) };
-        return;
+    // Hot path (a CQE waking its task on the same core): the waker's reference becomes the
+    // local queue entry's; no atomic read-modify-write.
+    let local = super::on_owner(&header.shared, |core| {
+        if needs_local_entry(header) {
+            push_local(core, header, RawTask { ptr });
+            true
+        } else {
+            false
+        }
+    });
+    match local {
+        Some(true) => return,
+        Some(false) => {}
+        None => {
+            let prev = header.state.fetch_or(SCHEDULED, Ordering::AcqRel);
+            if prev & (SCHEDULED | COMPLETE) == 0 {
+                header.shared.push_remote(RawTask { ptr });
+                return;
+            }
+        }
     }
-    super::schedule(RawTask { ptr }, &header.shared);
+    // Already queued (or finished): the waker's reference is given up.
+    // SAFETY: that reference is ours.
+    unsafe { drop_ref(ptr) };
 }
 
 unsafe fn waker_wake_by_ref(p: *const ()) {
@@ -387,4 +498,167 @@ unsafe fn waker_wake_by_ref(p: *const ()) {
 unsafe fn waker_drop(p: *const ()) {
     // SAFETY: `p` came from `raw_waker`; the waker's reference is given up.
     unsafe { drop_ref(NonNull::new_unchecked(p as *mut Header)) };
+}
+
+#[cfg(test)]
+mod tests {
+    //! The reference protocol: every path that takes over, hands on or gives up a reference
+    //! ends with every task cell freed (`LIVE` counts the cells this thread allocated and
+    //! freed; each test runs on its own thread and frees its cells there).
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+    use std::task::{Poll, Waker};
+
+    thread_local! {
+        pub(super) static LIVE: Cell<isize> = const { Cell::new(0) };
+    }
+
+    fn live() -> isize {
+        LIVE.with(Cell::get)
+    }
+
+    /// A future that parks `times` times, each time leaving a clone of its waker in `slot`
+    /// (plus `extra` more clones that it drops at once), and counts its polls.
+    fn parking(
+        slot: Rc<RefCell<Option<Waker>>>,
+        times: usize,
+        extra: usize,
+        polls: Rc<Cell<usize>>,
+    ) -> impl std::future::Future<Output = usize> {
+        let mut left = times;
+        std::future::poll_fn(move |cx| {
+            polls.set(polls.get() + 1);
+            if left == 0 {
+                return Poll::Ready(polls.get());
+            }
+            left -= 1;
+            for _ in 0..extra {
+                drop(cx.waker().clone());
+            }
+            *slot.borrow_mut() = Some(cx.waker().clone());
+            Poll::Pending
+        })
+    }
+
+    #[test]
+    fn a_cloned_waker_takes_the_polls_reference_and_every_cell_is_freed() {
+        let rt = crate::Runtime::new().unwrap();
+        let before = live();
+        let slot = Rc::new(RefCell::new(None::<Waker>));
+        let polls = Rc::new(Cell::new(0));
+        let task_slot = slot.clone();
+        let task_polls = polls.clone();
+        let n = rt.block_on(async move {
+            let h = crate::spawn_local(parking(task_slot, 3, 2, task_polls));
+            for _ in 0..3 {
+                // Let the task park, then wake it by value (its reference becomes the entry's).
+                while slot.borrow().is_none() {
+                    crate::yield_now().await;
+                }
+                let w = slot.borrow_mut().take().unwrap();
+                w.wake();
+            }
+            h.await.unwrap()
+        });
+        assert_eq!(n, 4, "three parks and the final poll");
+        drop(rt);
+        assert_eq!(live(), before, "a task cell leaked (or was freed twice)");
+    }
+
+    #[test]
+    fn wakes_by_reference_and_duplicate_wakes_queue_once_and_free_everything() {
+        let rt = crate::Runtime::new().unwrap();
+        let before = live();
+        let polls = Rc::new(Cell::new(0));
+        let p = polls.clone();
+        rt.block_on(async move {
+            let h = crate::spawn_local(async move {
+                for _ in 0..100 {
+                    // A wake by reference during the poll needs an entry: it takes the poll's
+                    // reference; the two after it find the task queued.
+                    std::future::poll_fn(|cx| {
+                        p.set(p.get() + 1);
+                        if p.get() % 2 == 1 {
+                            cx.waker().wake_by_ref();
+                            cx.waker().wake_by_ref();
+                            // By value, through a clone (the clone's reference goes).
+                            let clone = cx.waker().clone();
+                            clone.wake();
+                            Poll::Pending
+                        } else {
+                            Poll::Ready(())
+                        }
+                    })
+                    .await;
+                }
+            });
+            h.await.unwrap();
+        });
+        assert_eq!(
+            polls.get(),
+            200,
+            "each triple wake caused exactly one more poll"
+        );
+        drop(rt);
+        assert_eq!(live(), before);
+    }
+
+    #[test]
+    fn a_waker_kept_past_the_task_and_one_woken_from_another_thread_free_the_cell() {
+        let rt = crate::Runtime::new().unwrap();
+        let before = live();
+        let slot = Rc::new(RefCell::new(None::<Waker>));
+        let polls = Rc::new(Cell::new(0));
+        let (task_slot, task_polls) = (slot.clone(), polls.clone());
+        let kept = rt.block_on(async move {
+            let h = crate::spawn_local(parking(task_slot, 1, 0, task_polls));
+            while slot.borrow().is_none() {
+                crate::yield_now().await;
+            }
+            let w = slot.borrow_mut().take().unwrap();
+            let kept = w.clone();
+            // Woken by value from a plain thread: the remote path (SCHEDULED, remote queue).
+            std::thread::spawn(move || w.wake()).join().unwrap();
+            h.await.unwrap();
+            kept
+        });
+        // The task is done and its runtime gone; this waker still holds the cell.
+        assert_eq!(live(), before + 1);
+        kept.wake_by_ref();
+        drop(kept);
+        drop(rt);
+        assert_eq!(live(), before);
+    }
+
+    #[test]
+    fn aborting_a_task_that_is_queued_locally_and_remotely_frees_it() {
+        let rt = crate::Runtime::new().unwrap();
+        let before = live();
+        let slot = Rc::new(RefCell::new(None::<Waker>));
+        let polls = Rc::new(Cell::new(0));
+        let (task_slot, task_polls) = (slot.clone(), polls.clone());
+        let cancelled = rt.block_on(async move {
+            let h = crate::spawn_local(parking(task_slot, 10, 0, task_polls));
+            while slot.borrow().is_none() {
+                crate::yield_now().await;
+            }
+            let w = slot.borrow_mut().take().unwrap();
+            // A remote entry (SCHEDULED), a local wake that finds it and does nothing, then
+            // an abort: the task ends cancelled, polled no more than once after.
+            let remote = w.clone();
+            std::thread::spawn(move || remote.wake()).join().unwrap();
+            w.wake_by_ref();
+            h.abort();
+            drop(w);
+            h.await.unwrap_err().is_cancelled()
+        });
+        assert!(cancelled);
+        assert_eq!(
+            polls.get(),
+            1,
+            "the aborted task's future was not polled again"
+        );
+        drop(rt);
+        assert_eq!(live(), before);
+    }
 }
