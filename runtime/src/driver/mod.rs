@@ -21,6 +21,7 @@ mod link;
 pub mod op;
 pub mod ops;
 mod setup;
+mod slots;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -28,12 +29,12 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
-use slab::Slab;
 
 pub use link::Link;
 use op::{close_raw, Lifecycle, Transition};
 pub use op::{Completable, Cqe, MultiOp, Op, Release};
 pub use setup::RingFlags;
+use slots::Slots;
 
 /// `user_data` of the driver's own `ASYNC_CANCEL` SQEs: their CQEs are dropped.
 const CANCEL_TOKEN: u64 = u64::MAX;
@@ -68,7 +69,7 @@ pub(crate) struct DriverCounters {
 /// One core's ring and op slots.
 pub(crate) struct Driver {
     ring: IoUring,
-    ops: Slab<Lifecycle>,
+    ops: Slots<Lifecycle>,
     flags: RingFlags,
     wake_fd: RawFd,
     /// The eventfd read's target. Boxed so its address is stable; freed only after the read's
@@ -103,7 +104,7 @@ impl Driver {
             && probe.is_supported(opcode::MsgRingData::CODE);
         let mut driver = Driver {
             ring,
-            ops: Slab::with_capacity(flags.sq_entries as usize),
+            ops: Slots::with_capacity(flags.sq_entries as usize),
             flags,
             wake_fd,
             wake_buf: Box::new(0),
@@ -340,8 +341,11 @@ impl Driver {
     /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes its SQE.
     #[inline]
     pub(crate) fn submit_waiting(&mut self, sqe: &mut squeue::Entry, waker: &Waker) -> usize {
-        let key = self.ops.insert(Lifecycle::Waiting(waker.clone()));
-        sqe.set_user_data(key as u64);
+        // Hot path, written so that no load reads back a recent narrower store (a failed
+        // store-to-load forward stalls ~15 cycles): the slot is written in place, and
+        // `set_user_data_wide` stores as wide as the push then loads.
+        let key = self.ops.insert_with(|| Lifecycle::Waiting(waker.clone()));
+        set_user_data_wide(sqe, key as u64);
         self.push(sqe);
         key
     }
@@ -357,10 +361,11 @@ impl Driver {
         key
     }
 
-    /// Polls a single-shot op's slot: its CQE (spending a unit of the task's poll budget), or
-    /// `Pending` with the waker stored (or, out of budget, with the task woken to yield).
+    /// Polls a single-shot op's slot: its CQE's raw result and flags (spending a unit of the
+    /// task's poll budget), or `Pending` with the waker stored (or, out of budget, with the
+    /// task woken to yield). Raw, so the result comes back in registers.
     #[inline(always)]
-    pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
+    pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<(i32, u32)> {
         let slot = &mut self.ops[key];
         match slot {
             Lifecycle::Waiting(w) => {
@@ -374,10 +379,10 @@ impl Driver {
                     // Out of budget: the task was woken and yields; the CQE stays here.
                     return Poll::Pending;
                 }
-                let cqe = Cqe::from_raw(*res, *flags);
+                let raw = (*res, *flags);
                 // Hot path: a `Completed` slot owns nothing, so skip its drop glue.
                 std::mem::forget(self.ops.remove(key));
-                Poll::Ready(cqe)
+                Poll::Ready(raw)
             }
             other => panic!("single-shot op polled in state {other:?}"),
         }
@@ -562,10 +567,53 @@ impl Drop for Driver {
     }
 }
 
+/// Byte offset of `user_data` in `struct io_uring_sqe` (the kernel ABI).
+const SQE_USER_DATA_OFFSET: usize = 32;
+
+/// Sets an SQE's `user_data`, with one 16-byte store on x86-64: the push that follows copies
+/// the SQE with 16-byte loads, and a load spanning a narrower store still in the store
+/// buffer cannot be forwarded from it (it stalls until the store commits).
+#[inline(always)]
+fn set_user_data_wide(sqe: &mut squeue::Entry, user_data: u64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cvtsi64_si128, _mm_loadu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64,
+        };
+        const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+        // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe` (64 bytes), whose
+        // bytes 32..48 are `user_data` then `buf_index`/`personality`/`splice_fd_in`: the
+        // unaligned 16-byte load and store stay inside the entry, and only `user_data`
+        // changes. SSE2 is part of the x86-64 baseline.
+        unsafe {
+            let p = (sqe as *mut squeue::Entry)
+                .cast::<u8>()
+                .add(SQE_USER_DATA_OFFSET)
+                .cast::<__m128i>();
+            let old = _mm_loadu_si128(p);
+            let new = _mm_unpacklo_epi64(
+                _mm_cvtsi64_si128(user_data as i64),
+                _mm_unpackhi_epi64(old, old),
+            );
+            // The store in asm: the compiler would narrow an intrinsic store back to the
+            // 8 bytes that changed.
+            std::arch::asm!(
+                "movdqu xmmword ptr [{p}], {v}",
+                p = in(reg) p,
+                v = in(xmm_reg) new,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    sqe.set_user_data(user_data);
+    debug_assert_eq!(sqe.get_user_data(), user_data);
+}
+
 /// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.
 #[inline]
 fn complete_op(
-    ops: &mut Slab<Lifecycle>,
+    ops: &mut Slots<Lifecycle>,
     dead: &mut Vec<Box<dyn std::any::Any>>,
     key: usize,
     res: i32,

@@ -311,6 +311,7 @@ impl<T: Completable> Op<T> {
 impl<T: Completable> Future for Op<T> {
     type Output = T::Output;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
         // Hot path: one look-up of the core, one borrow of its driver per poll.
         let this = self.get_mut();
@@ -329,18 +330,27 @@ impl<T: Completable> Future for Op<T> {
             // The poll budget is checked (and spent) only once the CQE is there.
             driver.poll_op(key, cx)
         });
-        let cqe = std::task::ready!(cqe);
+        let (res, flags) = std::task::ready!(cqe);
         this.key = NOT_SUBMITTED;
         let data = this.data.take().expect("op polled after it completed");
-        Poll::Ready(data.complete(cqe))
+        Poll::Ready(data.complete(Cqe::from_raw(res, flags)))
     }
 }
 
 impl<T: Completable> Drop for Op<T> {
+    #[inline]
     fn drop(&mut self) {
-        if self.key == NOT_SUBMITTED {
-            return;
+        // Hot path (inlined): a completed or never-submitted op owns nothing in the kernel.
+        if self.key != NOT_SUBMITTED {
+            self.drop_in_flight();
         }
+    }
+}
+
+impl<T: Completable> Op<T> {
+    /// Dropped while submitted: the data goes to the driver until the final CQE.
+    #[cold]
+    fn drop_in_flight(&mut self) {
         let Some(data) = self.data.take() else {
             return;
         };
