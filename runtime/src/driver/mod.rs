@@ -622,10 +622,22 @@ fn complete_op(
     let Some(slot) = ops.get_mut(key) else {
         panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
     };
-    match slot.complete(res, flags) {
-        Transition::Keep => {}
+    // Hot path: a single-shot op's task waits; the waker is moved out and the slot rewritten
+    // in place (no `Transition` built and matched, no stack copy of the slot).
+    if let Lifecycle::Waiting(waker) = slot {
+        // SAFETY: the waker is read out of the slot, which is overwritten at once without
+        // being dropped, so the waker is owned exactly once (by `w`).
+        let w = unsafe { std::ptr::read(waker) };
+        // SAFETY: `slot` is a valid, exclusive reference; its old value (the waker, now
+        // moved out) must not be dropped, which `ptr::write` guarantees.
+        unsafe { std::ptr::write(slot, Lifecycle::Completed { res, flags }) };
         // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
         // so they are woken in the same pass.
+        w.wake();
+        return;
+    }
+    match slot.complete(res, flags) {
+        Transition::Keep => {}
         Transition::Wake(w) => w.wake(),
         Transition::Remove { close_fd } => {
             if let Some(fd) = close_fd {

@@ -54,6 +54,8 @@ pub(crate) struct CoreId(u64);
 /// One core: its ring, its queues, its timers. Lives on its thread only.
 pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
+    /// `shared.id`, kept here so the op hot path reads it without going through the `Arc`.
+    id: CoreId,
     /// Every core of this core's runtime, for `spawn_on`.
     pub(crate) set: Arc<CoreSet>,
     pub(crate) driver: RefCell<Driver>,
@@ -87,7 +89,7 @@ pub(crate) fn with_current_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 
 /// The current core's id, or `None` outside a runtime.
 pub(crate) fn current_core_id() -> Option<CoreId> {
-    with_core(|c| c.shared.id)
+    with_core(|c| c.id)
 }
 
 /// Runs `f` with the current core's driver.
@@ -116,13 +118,13 @@ pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
 /// Outside a runtime.
 #[inline]
 pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R {
-    with_core(|c| f(c.shared.id, &mut c.driver.borrow_mut()))
+    with_core(|c| f(c.id, &mut c.driver.borrow_mut()))
         .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"))
 }
 
 /// Runs `f` with the current core's timers; `None` outside a runtime.
 pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
-    with_core(|c| f(&mut c.timers.borrow_mut(), c.shared.id))
+    with_core(|c| f(&mut c.timers.borrow_mut(), c.id))
 }
 
 /// Runs `f` with the current core if it is `owner`'s: this thread runs that core's loop (a
@@ -406,6 +408,7 @@ impl Core {
         let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
+            id: shared.id,
             shared,
             set,
             driver: RefCell::new(driver),
