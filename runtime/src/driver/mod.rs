@@ -344,7 +344,9 @@ impl Driver {
         // Hot path, written so that no load reads back a recent narrower store (a failed
         // store-to-load forward stalls ~15 cycles): the slot is written in place, and
         // `set_user_data_wide` stores as wide as the push then loads.
-        let key = self.ops.insert_with(|| Lifecycle::Waiting(waker.clone()));
+        let key = self
+            .ops
+            .insert_with(|| Lifecycle::Waiting(crate::executor::clone_waker(waker)));
         set_user_data_wide(sqe, key as u64);
         self.push(sqe);
         key
@@ -633,7 +635,7 @@ fn complete_op(
         unsafe { std::ptr::write(slot, Lifecycle::Completed { res, flags }) };
         // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
         // so they are woken in the same pass.
-        w.wake();
+        crate::executor::wake_waker(w);
         return;
     }
     match slot.complete(res, flags) {

@@ -39,6 +39,7 @@ use crate::time::Timers;
 pub use join::{JoinError, JoinHandle};
 pub(crate) use shared::{CoreSet, Shared};
 use task::RawTask;
+pub(crate) use task::{clone_waker, wake as wake_waker};
 
 /// Tasks run per loop iteration before the ring is served again.
 pub(crate) const TASKS_PER_TICK: usize = 128;

@@ -440,6 +440,32 @@ fn push_local(core: &Core, header: &Header, task: RawTask) {
     core.queue.borrow_mut().push_back(task);
 }
 
+/// Wakes by value, calling this module's wake directly (inlined, no call through the
+/// vtable) when `w` is one of our task wakers; the reap loop's hot path.
+#[inline(always)]
+pub(crate) fn wake(w: Waker) {
+    if std::ptr::eq(w.vtable(), &WAKER_VTABLE) {
+        let w = ManuallyDrop::new(w);
+        // SAFETY: a waker with our vtable was made by `raw_waker`/`waker_clone`: its data is
+        // a task header and it holds one reference, which `waker_wake` takes over (the
+        // waker itself is not dropped).
+        unsafe { waker_wake(w.data()) };
+    } else {
+        w.wake();
+    }
+}
+
+/// Clones a waker, inlining the clone of our task wakers (the op submit path).
+#[inline(always)]
+pub(crate) fn clone_waker(w: &Waker) -> Waker {
+    if std::ptr::eq(w.vtable(), &WAKER_VTABLE) {
+        // SAFETY: as for `wake`: `waker_clone` takes a new reference to the header.
+        unsafe { Waker::from_raw(waker_clone(w.data())) }
+    } else {
+        w.clone()
+    }
+}
+
 static WAKER_VTABLE: RawWakerVTable =
     RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
 
@@ -447,6 +473,7 @@ fn raw_waker(ptr: NonNull<Header>) -> RawWaker {
     RawWaker::new(ptr.as_ptr() as *const (), &WAKER_VTABLE)
 }
 
+#[inline(always)]
 unsafe fn waker_clone(p: *const ()) -> RawWaker {
     // SAFETY: a waker holds (or borrows) a reference, so the header is alive.
     let header = unsafe { &*(p as *const Header) };
@@ -457,6 +484,7 @@ unsafe fn waker_clone(p: *const ()) -> RawWaker {
     RawWaker::new(p, &WAKER_VTABLE)
 }
 
+#[inline(always)]
 unsafe fn waker_wake(p: *const ()) {
     // SAFETY: `p` came from `raw_waker`, so it is a non-null header.
     let ptr = unsafe { NonNull::new_unchecked(p as *mut Header) };
