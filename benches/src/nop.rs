@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use crate::harness::{alternate, Contestant, Plan};
 use crate::raw::RawRing;
-use crate::report::{Measure, Metric, Table, Tally};
+use crate::report::{paired_ratio, Measure, Metric, Table, Tally};
 use crate::Opts;
 
 /// NOPs in flight at once, as in the seed.
@@ -47,6 +47,10 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     ];
     let (series, count) = alternate(&mut contestants, plan)?;
     drop(contestants);
+    let paired: Vec<String> = series[1..]
+        .iter()
+        .filter_map(|s| Some(format!("{} {:.2}x", s.name, paired_ratio(s, &series[0])?)))
+        .collect();
     let table = Table {
         title: format!(
             "nop: {DEPTH} IORING_OP_NOP in flight, {count} nops per run, median of {} runs",
@@ -61,6 +65,10 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             format!("runtime flags:  {rt_flags}"),
             tally_tasks.note("runtime 32 tasks"),
             tally_single.note("runtime 1 task x32"),
+            format!(
+                "vs raw, median of the per-round ratios (drift between rounds cancels): {}",
+                paired.join(", ")
+            ),
             "target: runtime >= 0.75x raw, <= 1/16 enters per nop".to_string(),
         ],
     };

@@ -114,6 +114,20 @@ impl Metric {
     }
 }
 
+/// The median over alternation rounds of `row`'s rate divided by `base`'s in the same
+/// round (run `i` of each was measured back to back): a drift in the machine's speed
+/// between rounds, which these shared machines show, cancels in each pair, where the ratio
+/// of two medians can catch each side in a different phase. `None` without paired runs.
+pub fn paired_ratio(row: &Series, base: &Series) -> Option<f64> {
+    let ratios: Vec<f64> = row
+        .runs
+        .iter()
+        .zip(&base.runs)
+        .map(|(r, b)| r.rate() / b.rate())
+        .collect();
+    (!ratios.is_empty()).then(|| Summary::of(&ratios).median)
+}
+
 /// All runs of one contestant, as the harness collected them.
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -685,6 +699,28 @@ mod tests {
         assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
         let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]);
         assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+    }
+
+    #[test]
+    fn paired_ratio_cancels_drift_between_rounds() {
+        let series = |name: &str, secs: &[f64]| Series {
+            name: name.to_string(),
+            runs: secs
+                .iter()
+                .map(|&s| Measure {
+                    ops: 1000,
+                    elapsed: Duration::from_secs_f64(s),
+                    enters: None,
+                })
+                .collect(),
+            peak_rss_kib: 0,
+        };
+        // The machine halves its speed after round 1; each pair stays at 0.8x.
+        let base = series("raw", &[1.0, 2.0, 2.0]);
+        let row = series("rt", &[1.25, 2.5, 2.5]);
+        let paired = paired_ratio(&row, &base).unwrap();
+        assert!((paired - 0.8).abs() < 1e-9, "{paired}");
+        assert_eq!(paired_ratio(&series("x", &[]), &base), None);
     }
 
     #[test]
