@@ -568,6 +568,16 @@ mod tests {
         })
     }
 
+    /// The waker the `parking` task left in `slot`, once it has parked.
+    async fn parked(slot: &RefCell<Option<Waker>>) -> Waker {
+        loop {
+            if let Some(w) = slot.borrow_mut().take() {
+                return w;
+            }
+            crate::yield_now().await;
+        }
+    }
+
     #[test]
     fn a_cloned_waker_takes_the_polls_reference_and_every_cell_is_freed() {
         let rt = crate::Runtime::new().unwrap();
@@ -580,10 +590,7 @@ mod tests {
             let h = crate::spawn_local(parking(task_slot, 3, 2, task_polls));
             for _ in 0..3 {
                 // Let the task park, then wake it by value (its reference becomes the entry's).
-                while slot.borrow().is_none() {
-                    crate::yield_now().await;
-                }
-                let w = slot.borrow_mut().take().unwrap();
+                let w = parked(&slot).await;
                 w.wake();
             }
             h.await.unwrap()
@@ -640,10 +647,7 @@ mod tests {
         let (task_slot, task_polls) = (slot.clone(), polls.clone());
         let kept = rt.block_on(async move {
             let h = crate::spawn_local(parking(task_slot, 1, 0, task_polls));
-            while slot.borrow().is_none() {
-                crate::yield_now().await;
-            }
-            let w = slot.borrow_mut().take().unwrap();
+            let w = parked(&slot).await;
             let kept = w.clone();
             // Woken by value from a plain thread: the remote path (SCHEDULED, remote queue).
             std::thread::spawn(move || w.wake()).join().unwrap();
@@ -667,10 +671,7 @@ mod tests {
         let (task_slot, task_polls) = (slot.clone(), polls.clone());
         let cancelled = rt.block_on(async move {
             let h = crate::spawn_local(parking(task_slot, 10, 0, task_polls));
-            while slot.borrow().is_none() {
-                crate::yield_now().await;
-            }
-            let w = slot.borrow_mut().take().unwrap();
+            let w = parked(&slot).await;
             // A remote entry (SCHEDULED), a local wake that finds it and does nothing, then
             // an abort: the task ends cancelled, polled no more than once after.
             let remote = w.clone();
