@@ -553,8 +553,9 @@ impl Core {
             // Spawned from another thread: it joins this core's task list here.
             let key = self.owned.borrow_mut().insert(list);
             run.set_owned_key(key);
-            // (`None`: aborted and queued locally already; the entry is dropped, which
-            // never frees the task, as the task list holds it.)
+            // It arrives as a remote entry (SCHEDULED set since `RawTask::new`, so no wake
+            // queued it locally meanwhile) and becomes a local one; `None` cannot happen
+            // here, and would only drop the entry (the task list holds the task).
             if let Some(run) = run.into_local() {
                 queue.push_back(run);
             }
