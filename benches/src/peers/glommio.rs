@@ -15,7 +15,7 @@ use futures::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder, Placement};
 
-use super::Serve;
+use super::{accept_loop, Serve};
 use crate::server::{no_stats, Ctl};
 
 /// Builds an executor pinned to `cpu` with a main ring of `entries`.
@@ -42,18 +42,15 @@ pub(super) fn echo(serve: Serve, msg: usize) -> io::Result<()> {
     let (std, ctl) = (serve.listener, serve.ctl);
     ex.run(async move {
         let listener = listener(std);
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            match accepted {
-                Ok(stream) => {
-                    glommio::spawn_local(echo_conn(stream, ctl.clone(), msg)).detach();
-                }
-                Err(e) => eprintln!("bench echo: glommio server: {e}"),
-            }
-        }
+        accept_loop(
+            &ctl,
+            "bench echo: glommio server",
+            || listener.accept(),
+            |stream| {
+                glommio::spawn_local(echo_conn(stream, ctl.clone(), msg)).detach();
+            },
+        )
+        .await
     })
 }
 
@@ -84,18 +81,7 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
     let (std, ctl) = (serve.listener, serve.ctl);
     ex.run(async move {
         let listener = listener(std);
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            let mut stream = match accepted {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("bench accept: glommio server: {e}");
-                    continue;
-                }
-            };
+        let each = |mut stream: TcpStream| {
             ctl.tick(0, no_stats);
             let ctl = ctl.clone();
             glommio::spawn_local(async move {
@@ -112,6 +98,8 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
                 ctl.conn_done(no_stats);
             })
             .detach();
-        }
+        };
+        let what = "bench accept: glommio server";
+        accept_loop(&ctl, what, || listener.accept(), each).await
     })
 }

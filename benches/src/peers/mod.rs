@@ -42,6 +42,30 @@ pub(crate) struct Serve {
     pub(crate) ready: Ready,
 }
 
+/// A peer's accept loop: hands each connection `accept` yields to `each` until the harness
+/// says stop; an accept error is printed under `what` and the loop goes on.
+pub(crate) async fn accept_loop<S, E, F>(
+    ctl: &Ctl,
+    what: &str,
+    mut accept: impl FnMut() -> F,
+    mut each: impl FnMut(S),
+) -> io::Result<()>
+where
+    E: std::fmt::Display,
+    F: std::future::Future<Output = Result<S, E>>,
+{
+    loop {
+        let accepted = accept().await;
+        if ctl.stopping() {
+            return Ok(());
+        }
+        match accepted {
+            Ok(s) => each(s),
+            Err(e) => eprintln!("{what}: {e}"),
+        }
+    }
+}
+
 /// The server thread's one message to [`spawn`]: its runtime was built, or why not.
 pub(crate) struct Ready(mpsc::Sender<io::Result<()>>);
 

@@ -11,7 +11,7 @@ use monoio::io::{AsyncReadRent, AsyncReadRentExt, AsyncWriteRentExt};
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, Runtime, RuntimeBuilder};
 
-use super::Serve;
+use super::{accept_loop, Serve};
 use crate::server::{no_stats, Ctl};
 
 /// Builds monoio's io_uring runtime with this runtime's ring size.
@@ -27,18 +27,15 @@ pub(super) fn echo(serve: Serve, msg: usize) -> io::Result<()> {
     let ctl = serve.ctl;
     rt.block_on(async move {
         let listener = TcpListener::from_std(serve.listener)?;
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            match accepted {
-                Ok((stream, _)) => {
-                    monoio::spawn(echo_conn(stream, ctl.clone(), msg));
-                }
-                Err(e) => eprintln!("bench echo: monoio server: {e}"),
-            }
-        }
+        accept_loop(
+            &ctl,
+            "bench echo: monoio server",
+            || listener.accept(),
+            |(stream, _)| {
+                monoio::spawn(echo_conn(stream, ctl.clone(), msg));
+            },
+        )
+        .await
     })
 }
 
@@ -71,18 +68,7 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
     let ctl = serve.ctl;
     rt.block_on(async move {
         let listener = TcpListener::from_std(serve.listener)?;
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            let mut stream = match accepted {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    eprintln!("bench accept: monoio server: {e}");
-                    continue;
-                }
-            };
+        let each = |(mut stream, _): (TcpStream, _)| {
             ctl.tick(0, no_stats);
             let ctl = ctl.clone();
             monoio::spawn(async move {
@@ -98,6 +84,8 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
                 drop(stream);
                 ctl.conn_done(no_stats);
             });
-        }
+        };
+        let what = "bench accept: monoio server";
+        accept_loop(&ctl, what, || listener.accept(), each).await
     })
 }

@@ -12,7 +12,7 @@ use tokio_uring::buf::BoundedBuf;
 use tokio_uring::net::{TcpListener, TcpStream};
 use tokio_uring::Runtime;
 
-use super::Serve;
+use super::{accept_loop, Serve};
 use crate::server::{no_stats, Ctl};
 
 /// Builds tokio-uring's runtime with a ring of `entries`.
@@ -26,18 +26,15 @@ pub(super) fn echo(serve: Serve, msg: usize) -> io::Result<()> {
     let ctl = serve.ctl;
     rt.block_on(async move {
         let listener = TcpListener::from_std(serve.listener);
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            match accepted {
-                Ok((stream, _)) => {
-                    tokio_uring::spawn(echo_conn(stream, ctl.clone(), msg));
-                }
-                Err(e) => eprintln!("bench echo: tokio-uring server: {e}"),
-            }
-        }
+        accept_loop(
+            &ctl,
+            "bench echo: tokio-uring server",
+            || listener.accept(),
+            |(stream, _)| {
+                tokio_uring::spawn(echo_conn(stream, ctl.clone(), msg));
+            },
+        )
+        .await
     })
 }
 
@@ -69,18 +66,7 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
     let ctl = serve.ctl;
     rt.block_on(async move {
         let listener = TcpListener::from_std(serve.listener);
-        loop {
-            let accepted = listener.accept().await;
-            if ctl.stopping() {
-                return Ok(());
-            }
-            let stream = match accepted {
-                Ok((s, _)) => s,
-                Err(e) => {
-                    eprintln!("bench accept: tokio-uring server: {e}");
-                    continue;
-                }
-            };
+        let each = |(stream, _): (TcpStream, _)| {
             ctl.tick(0, no_stats);
             let ctl = ctl.clone();
             tokio_uring::spawn(async move {
@@ -90,7 +76,9 @@ pub(super) fn accept(serve: Serve) -> io::Result<()> {
                 drop(stream);
                 ctl.conn_done(no_stats);
             });
-        }
+        };
+        let what = "bench accept: tokio-uring server";
+        accept_loop(&ctl, what, || listener.accept(), each).await
     })
 }
 
