@@ -63,13 +63,14 @@ impl<T> Slots<T> {
         let Entry::Vacant(next) = *slot else {
             unreachable!("the free list points at occupied slot {key}")
         };
-        self.next = next;
-        self.len += 1;
         // SAFETY: `slot` is a valid, exclusively borrowed entry, and the `Vacant` it holds
         // owns nothing, so overwriting it without running its drop leaks nothing. (A plain
         // assignment would check the old entry for drop glue and, in the hot path, build
         // the new one on the stack first.)
         unsafe { std::ptr::write(slot, Entry::Occupied(make())) };
+        // Only now: if `make` panicked, the slot is still free and still first in the list.
+        self.next = next;
+        self.len += 1;
         key
     }
 
@@ -165,6 +166,22 @@ mod tests {
         s[1] = "D";
         assert_eq!(s[1], "D");
         assert_eq!(s.len(), 4);
+    }
+
+    #[test]
+    fn a_panicking_make_leaves_the_slots_as_they_were() {
+        let mut s = Slots::default();
+        let a = s.insert(1);
+        s.remove(a);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.insert_with(|| -> i32 { panic!("make failed") })
+        }));
+        assert!(r.is_err());
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.iter().count(), 0);
+        // The free slot is still the next one handed out.
+        assert_eq!(s.insert(2), a);
+        assert_eq!(s.len(), 1);
     }
 
     #[test]
