@@ -12,7 +12,9 @@ use std::task::{Context, Poll};
 
 use io_uring::squeue::Flags;
 
-use crate::driver::{Completable, Op};
+use io_uring::squeue;
+
+use crate::driver::{Completable, Op, Prep};
 use crate::executor;
 
 /// A future for a chain of linked ops of one kind; resolves to each op's output, in order.
@@ -31,22 +33,22 @@ use crate::executor;
 /// assert_eq!(outputs.len(), 10);
 /// assert!(outputs.iter().all(|r| r.is_ok()));
 /// ```
-pub struct Link<T: Completable> {
-    ops: Vec<Op<T>>,
+pub struct Link<T: Completable, S: Prep = squeue::Entry> {
+    ops: Vec<Op<T, S>>,
     outputs: Vec<T::Output>,
     flag: Flags,
     submitted: bool,
 }
 
 // The ops are `Unpin` (see `Op`), and so is everything else here.
-impl<T: Completable> Unpin for Link<T> {}
+impl<T: Completable, S: Prep> Unpin for Link<T, S> {}
 
-impl<T: Completable> Link<T> {
+impl<T: Completable, S: Prep> Link<T, S> {
     /// Chains `ops` in order with `IOSQE_IO_LINK`. Nothing is submitted until the first
     /// poll. A chain longer than the ring's SQ, or holding an op that was already polled,
     /// resolves to an `InvalidInput` error.
-    pub fn new(ops: impl IntoIterator<Item = Op<T>>) -> Self {
-        let ops: Vec<Op<T>> = ops.into_iter().collect();
+    pub fn new(ops: impl IntoIterator<Item = Op<T, S>>) -> Self {
+        let ops: Vec<Op<T, S>> = ops.into_iter().collect();
         Link {
             outputs: Vec::with_capacity(ops.len()),
             ops,
@@ -72,7 +74,7 @@ impl<T: Completable> Link<T> {
     }
 }
 
-impl<T: Completable> Future for Link<T> {
+impl<T: Completable, S: Prep> Future for Link<T, S> {
     type Output = io::Result<Vec<T::Output>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -91,10 +93,9 @@ impl<T: Completable> Future for Link<T> {
                 driver.reserve_sq(ops.len())?;
                 let last = ops.len().saturating_sub(1);
                 for (i, op) in ops.iter_mut().enumerate() {
-                    if i < last {
-                        op.sqe = op.sqe.clone().flags(flag);
-                    }
-                    op.submit_on(id, driver, cx.waker());
+                    let sqe = op.make_sqe();
+                    let sqe = if i < last { sqe.flags(flag) } else { sqe };
+                    op.submit_on(id, driver, cx.waker(), sqe);
                 }
                 Ok::<(), io::Error>(())
             })?;

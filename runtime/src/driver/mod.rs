@@ -32,7 +32,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 
 pub use link::Link;
 use op::{close_raw, Lifecycle, Transition};
-pub use op::{Completable, Cqe, MultiOp, Op, Release};
+pub use op::{Completable, Cqe, MultiOp, Op, Prep, Release};
 pub use setup::RingFlags;
 use slots::Slots;
 
@@ -339,16 +339,15 @@ impl Driver {
     }
 
     /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes its SQE.
-    #[inline]
-    pub(crate) fn submit_waiting(&mut self, sqe: &mut squeue::Entry, waker: &Waker) -> usize {
-        // Hot path, written so that no load reads back a recent narrower store (a failed
-        // store-to-load forward stalls ~15 cycles): the slot is written in place, and
-        // `set_user_data_wide` stores as wide as the push then loads.
+    #[inline(always)]
+    pub(crate) fn submit_waiting(&mut self, sqe: squeue::Entry, waker: &Waker) -> usize {
+        // Hot path: the slot is written in place, and the SQE, a value here, goes to the
+        // ring field by field with its `user_data` (no load reads back a recent narrower
+        // store: a failed store-to-load forward stalls ~15 cycles).
         let key = self
             .ops
             .insert_with(|| Lifecycle::Waiting(crate::executor::clone_waker(waker)));
-        set_user_data_wide(sqe, key as u64);
-        self.push(sqe);
+        self.push(&sqe.user_data(key as u64));
         key
     }
 
@@ -567,49 +566,6 @@ impl Drop for Driver {
         }
         while !self.shutdown_step() {}
     }
-}
-
-/// Byte offset of `user_data` in `struct io_uring_sqe` (the kernel ABI).
-const SQE_USER_DATA_OFFSET: usize = 32;
-
-/// Sets an SQE's `user_data`, with one 16-byte store on x86-64: the push that follows copies
-/// the SQE with 16-byte loads, and a load spanning a narrower store still in the store
-/// buffer cannot be forwarded from it (it stalls until the store commits).
-#[inline(always)]
-fn set_user_data_wide(sqe: &mut squeue::Entry, user_data: u64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_cvtsi64_si128, _mm_loadu_si128, _mm_unpackhi_epi64, _mm_unpacklo_epi64,
-        };
-        const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-        // SAFETY: `squeue::Entry` is `#[repr(C)]` around `io_uring_sqe` (64 bytes), whose
-        // bytes 32..48 are `user_data` then `buf_index`/`personality`/`splice_fd_in`: the
-        // unaligned 16-byte load and store stay inside the entry, and only `user_data`
-        // changes. SSE2 is part of the x86-64 baseline.
-        unsafe {
-            let p = (sqe as *mut squeue::Entry)
-                .cast::<u8>()
-                .add(SQE_USER_DATA_OFFSET)
-                .cast::<__m128i>();
-            let old = _mm_loadu_si128(p);
-            let new = _mm_unpacklo_epi64(
-                _mm_cvtsi64_si128(user_data as i64),
-                _mm_unpackhi_epi64(old, old),
-            );
-            // The store in asm: the compiler would narrow an intrinsic store back to the
-            // 8 bytes that changed.
-            std::arch::asm!(
-                "movdqu xmmword ptr [{p}], {v}",
-                p = in(reg) p,
-                v = in(xmm_reg) new,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    sqe.set_user_data(user_data);
-    debug_assert_eq!(sqe.get_user_data(), user_data);
 }
 
 /// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.

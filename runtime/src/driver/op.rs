@@ -224,6 +224,26 @@ enum State<T> {
     Done,
 }
 
+/// How an op keeps its SQE until the first poll pushes it.
+///
+/// A built [`squeue::Entry`] (what [`Op::new`] takes) is stored in the op and copied into the
+/// SQ ring at submission. A `Prep` that makes the SQE when asked (a unit struct for a
+/// constant SQE, or one holding the few fields it needs) lets the submission write it
+/// straight into the ring: the op future is smaller, and the ring slot is filled with the
+/// fields themselves instead of a copy read back from the stores that just built it (a
+/// failed store-to-load forward stalls the CPU ~15 cycles). [`Op::with_prep`] takes one.
+pub trait Prep: 'static {
+    /// Makes the op's SQE (its `user_data` is overwritten). Called once, at submission.
+    fn sqe(&mut self) -> squeue::Entry;
+}
+
+impl Prep for squeue::Entry {
+    #[inline(always)]
+    fn sqe(&mut self) -> squeue::Entry {
+        self.clone()
+    }
+}
+
 /// A future for one io_uring operation: pushes its SQE on first poll, resolves on its CQE.
 ///
 /// Dropping it before the CQE never frees what the kernel may touch: its data moves into
@@ -248,9 +268,9 @@ enum State<T> {
 /// });
 /// assert_eq!(res.unwrap(), 0);
 /// ```
-pub struct Op<T: Completable> {
-    /// The SQE, until it is pushed. Kept apart from `data` so pushing moves nothing.
-    pub(super) sqe: squeue::Entry,
+pub struct Op<T: Completable, S: Prep = squeue::Entry> {
+    /// The SQE (or what makes it), until it is pushed.
+    prep: S,
     /// The op's data; `None` once the output was returned.
     data: Option<T>,
     /// The slot key once submitted, else `NOT_SUBMITTED`.
@@ -263,7 +283,7 @@ const NOT_SUBMITTED: usize = usize::MAX;
 
 // The op's data is never pinned in place (the kernel only sees heap memory it owns), so the
 // future may move between polls.
-impl<T: Completable> Unpin for Op<T> {}
+impl<T: Completable, S: Prep> Unpin for Op<T, S> {}
 
 impl<T: Completable> Op<T> {
     /// Creates an op from its data and its SQE. Nothing is submitted until the first poll.
@@ -273,8 +293,44 @@ impl<T: Completable> Op<T> {
     /// when `data` is moved (the heap block of a `Vec` or `Box`, a `'static`), and stays valid
     /// until `data` is dropped. The SQE's `user_data` is overwritten.
     pub unsafe fn new(data: T, sqe: squeue::Entry) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { Op::with_prep(data, sqe) }
+    }
+}
+
+impl<T: Completable, S: Prep> Op<T, S> {
+    /// Creates an op from its data and what makes its SQE at submission (see [`Prep`]).
+    /// Nothing is submitted until the first poll.
+    ///
+    /// ```
+    /// use runtime::driver::{Completable, Cqe, Op, Prep};
+    /// use io_uring::{opcode, squeue};
+    ///
+    /// struct MyNop;
+    /// impl Completable for MyNop {
+    ///     type Output = std::io::Result<u32>;
+    ///     fn complete(self, cqe: Cqe) -> Self::Output {
+    ///         cqe.result
+    ///     }
+    /// }
+    /// struct NopSqe;
+    /// impl Prep for NopSqe {
+    ///     fn sqe(&mut self) -> squeue::Entry {
+    ///         opcode::Nop::new().build()
+    ///     }
+    /// }
+    ///
+    /// let rt = runtime::Runtime::new().unwrap();
+    /// // SAFETY: a NOP points at no memory.
+    /// let res = rt.block_on(unsafe { Op::with_prep(MyNop, NopSqe) });
+    /// assert_eq!(res.unwrap(), 0);
+    /// ```
+    ///
+    /// # Safety
+    /// As for [`Op::new`], for every SQE `prep` makes.
+    pub unsafe fn with_prep(data: T, prep: S) -> Self {
         Op {
-            sqe,
+            prep,
             data: Some(data),
             key: NOT_SUBMITTED,
             core: None,
@@ -293,51 +349,77 @@ impl<T: Completable> Op<T> {
         self.key == NOT_SUBMITTED && self.data.is_some()
     }
 
-    /// Pushes the SQE now, waiting with `waker` (the first poll, or a chain's submission).
-    /// The caller has checked [`Op::is_fresh`].
-    #[inline]
+    /// Makes the op's SQE for a submission by the caller (a chain), which passes it to
+    /// [`Op::submit_on`]. The caller has checked [`Op::is_fresh`].
+    pub(crate) fn make_sqe(&mut self) -> squeue::Entry {
+        self.prep.sqe()
+    }
+
+    /// Pushes `sqe` (from [`Op::make_sqe`]) now, waiting with `waker` (the first poll, or a
+    /// chain's submission). The caller has checked [`Op::is_fresh`].
+    #[inline(always)]
     pub(crate) fn submit_on(
         &mut self,
         id: executor::CoreId,
         driver: &mut super::Driver,
         waker: &Waker,
+        sqe: squeue::Entry,
     ) {
         debug_assert_eq!(self.key, NOT_SUBMITTED);
-        self.key = driver.submit_waiting(&mut self.sqe, waker);
+        self.key = driver.submit_waiting(sqe, waker);
         self.core = Some(id);
     }
 }
 
-impl<T: Completable> Future for Op<T> {
+impl<T: Completable, S: Prep> Future for Op<T, S> {
     type Output = T::Output;
 
-    #[inline]
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
         // Hot path: one look-up of the core, one borrow of its driver per poll.
         let this = self.get_mut();
         let key = this.key;
-        let cqe = executor::with_core_driver(|id, driver| {
-            if key == NOT_SUBMITTED {
-                assert!(this.data.is_some(), "op polled after it completed");
-                // The first poll submits with the waker in place: the CQE cannot be there yet.
-                this.submit_on(id, driver, cx.waker());
-                return Poll::Pending;
+        if key == NOT_SUBMITTED {
+            if this.data.is_none() {
+                polled_after_completion();
             }
-            assert!(
-                this.core == Some(id),
-                "an io_uring op was polled on a different core than the one it was submitted on"
-            );
-            // The poll budget is checked (and spent) only once the CQE is there.
-            driver.poll_op(key, cx)
-        });
-        let (res, flags) = std::task::ready!(cqe);
+            // Made before the driver is borrowed: nothing written in between can alias it, so
+            // the fields reach the ring as values.
+            let sqe = this.prep.sqe();
+            // SAFETY: the reference is used within this poll only.
+            let (id, driver) = unsafe { executor::current_driver() };
+            // The first poll submits with the waker in place: the CQE cannot be there yet.
+            this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), sqe);
+            return Poll::Pending;
+        }
+        // SAFETY: as above.
+        let (id, driver) = unsafe { executor::current_driver() };
+        if this.core != Some(id) {
+            polled_on_other_core();
+        }
+        // The poll budget is checked (and spent) only once the CQE is there.
+        let (res, flags) = std::task::ready!(driver.borrow_mut().poll_op(key, cx));
         this.key = NOT_SUBMITTED;
-        let data = this.data.take().expect("op polled after it completed");
+        let Some(data) = this.data.take() else {
+            polled_after_completion()
+        };
         Poll::Ready(data.complete(Cqe::from_raw(res, flags)))
     }
 }
 
-impl<T: Completable> Drop for Op<T> {
+#[cold]
+#[inline(never)]
+fn polled_after_completion() -> ! {
+    panic!("op polled after it completed")
+}
+
+#[cold]
+#[inline(never)]
+fn polled_on_other_core() -> ! {
+    panic!("an io_uring op was polled on a different core than the one it was submitted on")
+}
+
+impl<T: Completable, S: Prep> Drop for Op<T, S> {
     #[inline]
     fn drop(&mut self) {
         // Hot path (inlined): a completed or never-submitted op owns nothing in the kernel.
@@ -347,7 +429,7 @@ impl<T: Completable> Drop for Op<T> {
     }
 }
 
-impl<T: Completable> Op<T> {
+impl<T: Completable, S: Prep> Op<T, S> {
     /// Dropped while submitted: the data goes to the driver until the final CQE.
     #[cold]
     fn drop_in_flight(&mut self) {

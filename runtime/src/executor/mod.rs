@@ -123,6 +123,33 @@ pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R
         .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"))
 }
 
+/// The current core's id and driver, for the op futures' hot path (no closure for the
+/// inliner to weigh: an op's poll then flattens into its task's).
+///
+/// # Panics
+/// Outside a runtime.
+///
+/// # Safety
+/// The reference must not be kept past the caller's scope: the core lives only while its
+/// loop has CONTEXT set (module invariant), which outlasts any one poll on this thread.
+#[inline(always)]
+pub(crate) unsafe fn current_driver<'a>() -> (CoreId, &'a RefCell<Driver>) {
+    let p = CONTEXT.with(Cell::get);
+    if p.is_null() {
+        outside_runtime();
+    }
+    // SAFETY: non-null, so a live, entered core (module invariant); the caller bounds the
+    // reference's use.
+    let core = unsafe { &*p };
+    (core.id, &core.driver)
+}
+
+#[cold]
+#[inline(never)]
+fn outside_runtime() -> ! {
+    panic!("an io_uring op was polled outside of a runtime")
+}
+
 /// Runs `f` with the current core's timers; `None` outside a runtime.
 pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
     with_core(|c| f(&mut c.timers.borrow_mut(), c.id))

@@ -14,7 +14,7 @@ mod vectored;
 mod write;
 
 pub use close::{close, Close};
-pub use nop::{nop, Nop};
+pub use nop::{nop, Nop, NopSqe};
 pub use poll::{poll_add, poll_multi, PollAdd, PollStream};
 pub use read::{read, Read};
 pub use splice::{splice, Splice};

@@ -2,9 +2,9 @@
 
 use std::io;
 
-use io_uring::opcode;
+use io_uring::{opcode, squeue};
 
-use crate::driver::{Completable, Cqe, Op};
+use crate::driver::{Completable, Cqe, Op, Prep};
 
 /// The data of a NOP: none.
 #[derive(Debug)]
@@ -18,13 +18,24 @@ impl Completable for Nop {
     }
 }
 
+/// A NOP's SQE, made at submission straight into the SQ ring (see [`Prep`]).
+#[derive(Debug)]
+pub struct NopSqe;
+
+impl Prep for NopSqe {
+    #[inline(always)]
+    fn sqe(&mut self) -> squeue::Entry {
+        opcode::Nop::new().build()
+    }
+}
+
 /// Sends one `IORING_OP_NOP` through the ring and resolves on its CQE.
 ///
 /// ```
 /// let rt = runtime::Runtime::new().unwrap();
 /// rt.block_on(async { runtime::nop().await.unwrap() });
 /// ```
-pub fn nop() -> Op<Nop> {
+pub fn nop() -> Op<Nop, NopSqe> {
     // SAFETY: a NOP points at no memory.
-    unsafe { Op::new(Nop, opcode::Nop::new().build()) }
+    unsafe { Op::with_prep(Nop, NopSqe) }
 }
