@@ -93,9 +93,7 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
                 driver.reserve_sq(ops.len())?;
                 let last = ops.len().saturating_sub(1);
                 for (i, op) in ops.iter_mut().enumerate() {
-                    let sqe = op.make_sqe();
-                    let sqe = if i < last { sqe.flags(flag) } else { sqe };
-                    op.submit_on(id, driver, cx.waker(), sqe);
+                    op.submit_on(id, driver, cx.waker(), (i < last).then_some(flag));
                 }
                 Ok::<(), io::Error>(())
             })?;

@@ -22,6 +22,7 @@ pub mod op;
 pub mod ops;
 mod setup;
 mod slots;
+mod sq;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -69,6 +70,8 @@ pub(crate) struct DriverCounters {
 /// One core's ring and op slots.
 pub(crate) struct Driver {
     ring: IoUring,
+    /// The ring's SQ, written in place (every push goes through it).
+    sq: sq::Sq,
     ops: Slots<Lifecycle>,
     flags: RingFlags,
     wake_fd: RawFd,
@@ -102,8 +105,10 @@ impl Driver {
         let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
             && ring.submitter().register_probe(&mut probe).is_ok()
             && probe.is_supported(opcode::MsgRingData::CODE);
+        let sq = sq::Sq::new(&ring)?;
         let mut driver = Driver {
             ring,
+            sq,
             ops: Slots::with_capacity(flags.sq_entries as usize),
             flags,
             wake_fd,
@@ -128,18 +133,31 @@ impl Driver {
     }
 
     /// Pushes one SQE; a full SQ is submitted first. Never drops an SQE.
-    #[inline]
-    fn push(&mut self, sqe: &squeue::Entry) {
+    #[inline(always)]
+    fn push(&mut self, sqe: squeue::Entry) {
+        self.push_with(|| sqe);
+    }
+
+    /// Pushes the SQE `make` makes, once there is room for it: made last, its fields are
+    /// written into the ring as values (nothing opaque runs between making and writing it).
+    #[inline(always)]
+    fn push_with(&mut self, make: impl FnOnce() -> squeue::Entry) {
         self.counters.sqes += 1;
-        loop {
-            // SAFETY: every SQE handed to the driver points only into memory its op owns
-            // until the final CQE (the contract of `Op::new`), or into the driver's own
-            // `wake_buf`, which outlives the read.
-            let pushed = unsafe { self.ring.submission().push(sqe) };
-            match pushed {
-                Ok(()) => return,
-                Err(_full) => self.submit_now(),
-            }
+        if self.sq.is_full() {
+            self.make_room();
+        }
+        // SAFETY: not full (just checked, or room made); every SQE handed to the driver
+        // points only into memory its op owns until the final CQE (the contract of
+        // `Op::new`), or into the driver's own `wake_buf`, which outlives the read.
+        unsafe { self.sq.push(make()) }
+    }
+
+    /// The SQ is full: submits until the kernel has taken at least one SQE.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self) {
+        while self.sq.is_full() {
+            self.submit_now();
         }
     }
 
@@ -298,7 +316,7 @@ impl Driver {
             .user_data(MSG_SRC_BASE - index as u64);
         // Submitted with this core's next enter: its loop always parks again, and block_on
         // flushes the SQ before it returns.
-        self.push(&sqe);
+        self.push(sqe);
         true
     }
 
@@ -313,7 +331,7 @@ impl Driver {
             .build()
             .user_data(WAKE_TOKEN);
         self.wake_armed = true;
-        self.push(&sqe);
+        self.push(sqe);
     }
 
     /// A task can make no progress before `n` more CQEs arrive (a linked chain): the next
@@ -338,16 +356,20 @@ impl Driver {
         Ok(())
     }
 
-    /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes its SQE.
+    /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes the SQE
+    /// `make` makes.
     #[inline(always)]
-    pub(crate) fn submit_waiting(&mut self, sqe: squeue::Entry, waker: &Waker) -> usize {
-        // Hot path: the slot is written in place, and the SQE, a value here, goes to the
-        // ring field by field with its `user_data` (no load reads back a recent narrower
-        // store: a failed store-to-load forward stalls ~15 cycles).
+    pub(crate) fn submit_waiting(
+        &mut self,
+        make: impl FnOnce() -> squeue::Entry,
+        waker: &Waker,
+    ) -> usize {
+        // Hot path: the slot is written in place, then the SQE is made and written straight
+        // into the ring with its `user_data` (see sq.rs).
         let key = self
             .ops
             .insert_with(|| Lifecycle::Waiting(crate::executor::clone_waker(waker)));
-        self.push(&sqe.user_data(key as u64));
+        self.push_with(|| make().user_data(key as u64));
         key
     }
 
@@ -358,7 +380,7 @@ impl Driver {
             queue: Default::default(),
             done: false,
         })));
-        self.push(&sqe.user_data(key as u64));
+        self.push(sqe.user_data(key as u64));
         key
     }
 
@@ -488,7 +510,7 @@ impl Driver {
         let sqe = opcode::AsyncCancel::new(key as u64)
             .build()
             .user_data(CANCEL_TOKEN);
-        self.push(&sqe);
+        self.push(sqe);
     }
 
     /// Ops the kernel still owns (their final CQE has not been reaped).
@@ -525,7 +547,7 @@ impl Driver {
             let sqe = opcode::AsyncCancel::new(WAKE_TOKEN)
                 .build()
                 .user_data(CANCEL_TOKEN);
-            self.push(&sqe);
+            self.push(sqe);
         }
         self.shutdown_progress = (self.in_flight(), self.wake_armed, Instant::now());
     }

@@ -349,24 +349,29 @@ impl<T: Completable, S: Prep> Op<T, S> {
         self.key == NOT_SUBMITTED && self.data.is_some()
     }
 
-    /// Makes the op's SQE for a submission by the caller (a chain), which passes it to
-    /// [`Op::submit_on`]. The caller has checked [`Op::is_fresh`].
-    pub(crate) fn make_sqe(&mut self) -> squeue::Entry {
-        self.prep.sqe()
-    }
-
-    /// Pushes `sqe` (from [`Op::make_sqe`]) now, waiting with `waker` (the first poll, or a
-    /// chain's submission). The caller has checked [`Op::is_fresh`].
+    /// Pushes the op's SQE now (with `link` added to its flags, for a chain), waiting with
+    /// `waker`: the first poll, or a chain's submission. The caller has checked
+    /// [`Op::is_fresh`].
     #[inline(always)]
     pub(crate) fn submit_on(
         &mut self,
         id: executor::CoreId,
         driver: &mut super::Driver,
         waker: &Waker,
-        sqe: squeue::Entry,
+        link: Option<squeue::Flags>,
     ) {
         debug_assert_eq!(self.key, NOT_SUBMITTED);
-        self.key = driver.submit_waiting(sqe, waker);
+        let prep = &mut self.prep;
+        // The SQE is made inside the push, after the slot is taken: nothing opaque (a
+        // foreign waker's clone) runs between making it and writing it into the ring, so
+        // its fields go there as values.
+        self.key = driver.submit_waiting(
+            || match link {
+                None => prep.sqe(),
+                Some(flags) => prep.sqe().flags(flags),
+            },
+            waker,
+        );
         self.core = Some(id);
     }
 }
@@ -383,13 +388,10 @@ impl<T: Completable, S: Prep> Future for Op<T, S> {
             if this.data.is_none() {
                 polled_after_completion();
             }
-            // Made before the driver is borrowed: nothing written in between can alias it, so
-            // the fields reach the ring as values.
-            let sqe = this.prep.sqe();
             // SAFETY: the reference is used within this poll only.
             let (id, driver) = unsafe { executor::current_driver() };
             // The first poll submits with the waker in place: the CQE cannot be there yet.
-            this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), sqe);
+            this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), None);
             return Poll::Pending;
         }
         // SAFETY: as above.
