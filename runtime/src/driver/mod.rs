@@ -403,8 +403,9 @@ impl Driver {
                     return Poll::Pending;
                 }
                 let raw = (*res, *flags);
-                // Hot path: a `Completed` slot owns nothing, so skip its drop glue.
-                std::mem::forget(self.ops.remove(key));
+                // Hot path: a `Completed` slot owns nothing, so it is freed without being
+                // read out or dropped.
+                self.ops.forget(key);
                 Poll::Ready(raw)
             }
             other => panic!("single-shot op polled in state {other:?}"),

@@ -105,6 +105,26 @@ impl<T> Slots<T> {
         }
     }
 
+    /// Frees `key`'s slot without reading its value out: the value is forgotten (its drop
+    /// does not run), for values that own nothing. Cheaper than `remove` on the hot path.
+    ///
+    /// # Panics
+    /// If there is no value under `key`.
+    #[inline(always)]
+    pub(crate) fn forget(&mut self, key: usize) {
+        match self.entries.get_mut(key) {
+            Some(slot @ Entry::Occupied(_)) => {
+                // SAFETY: `slot` is a valid, exclusive reference; overwriting it without
+                // dropping the old value only forgets that value (which owns nothing, or is
+                // leaked, as documented).
+                unsafe { std::ptr::write(slot, Entry::Vacant(self.next)) };
+                self.next = key;
+                self.len -= 1;
+            }
+            _ => panic!("op slot {key} is empty"),
+        }
+    }
+
     /// Every stored value with its key, in key order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
         self.entries
@@ -182,6 +202,41 @@ mod tests {
         // The free slot is still the next one handed out.
         assert_eq!(s.insert(2), a);
         assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn forget_frees_the_key_without_dropping() {
+        use std::cell::Cell;
+        /// Counts its drops; owns no memory, so forgetting one leaks nothing.
+        struct Counted<'a>(&'a Cell<u32>);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let drops = Cell::new(0);
+        let mut s = Slots::default();
+        let a = s.insert(Counted(&drops));
+        let b = s.insert(Counted(&drops));
+        s.forget(a);
+        assert_eq!(s.len(), 1);
+        assert!(s.get_mut(a).is_none());
+        assert_eq!(drops.get(), 0, "forget must not drop the value");
+        // The freed key is the next one handed out, as after `remove`.
+        assert_eq!(s.insert(Counted(&drops)), a);
+        assert_eq!(s.insert(Counted(&drops)), 2);
+        drop(s.remove(b));
+        assert_eq!((s.len(), drops.get()), (2, 1));
+    }
+
+    #[test]
+    #[should_panic(expected = "op slot 1 is empty")]
+    fn forgetting_a_free_key_panics() {
+        let mut s = Slots::default();
+        s.insert(1);
+        let k = s.insert(2);
+        s.forget(k);
+        s.forget(k);
     }
 
     #[test]
