@@ -22,7 +22,6 @@ mod shared;
 mod task;
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::pin::pin;
@@ -38,8 +37,8 @@ use crate::driver::{Driver, RingFlags};
 use crate::time::Timers;
 pub use join::{JoinError, JoinHandle};
 pub(crate) use shared::{CoreSet, Shared};
-use task::RawTask;
 pub(crate) use task::{clone_waker, wake as wake_waker};
+use task::{LocalQueue, RawTask};
 
 /// Tasks run per loop iteration before the ring is served again.
 pub(crate) const TASKS_PER_TICK: usize = 128;
@@ -60,7 +59,7 @@ pub(crate) struct Core {
     /// Every core of this core's runtime, for `spawn_on`.
     pub(crate) set: Arc<CoreSet>,
     pub(crate) driver: RefCell<Driver>,
-    queue: RefCell<VecDeque<RawTask>>,
+    queue: LocalQueue,
     owned: RefCell<Slab<RawTask>>,
     pub(crate) timers: RefCell<Timers>,
     tasks_polled: Cell<u64>,
@@ -440,7 +439,7 @@ impl Core {
             shared,
             set,
             driver: RefCell::new(driver),
-            queue: RefCell::new(VecDeque::with_capacity(256)),
+            queue: LocalQueue::new(),
             owned: RefCell::new(Slab::with_capacity(256)),
             timers: RefCell::new(Timers::default()),
             tasks_polled: Cell::new(0),
@@ -462,7 +461,7 @@ impl Core {
         let (run, list, join) = RawTask::new(future, self.shared.clone(), true);
         let key = self.owned.borrow_mut().insert(list);
         run.set_owned_key(key);
-        self.queue.borrow_mut().push_back(run);
+        self.queue.push(run);
         JoinHandle::new(join)
     }
 
@@ -513,7 +512,7 @@ impl Core {
         // 1. Run ready tasks, up to a budget.
         let mut polled = 0;
         while polled < TASKS_PER_TICK {
-            let Some(task) = self.queue.borrow_mut().pop_front() else {
+            let Some(task) = self.queue.pop() else {
                 break;
             };
             polled += 1;
@@ -535,7 +534,7 @@ impl Core {
         }
 
         // 2. Submit; wait in the kernel only when nothing is ready.
-        let mut ready = !self.queue.borrow().is_empty()
+        let mut ready = !self.queue.is_empty()
             || main_woken.load(Ordering::Acquire)
             || self.shared.notified.load(Ordering::Acquire);
         if !ready && remote {
@@ -575,7 +574,7 @@ impl Core {
 
     fn drain_remote(&self) {
         let drained = self.shared.drain();
-        let mut queue = self.queue.borrow_mut();
+        let queue = &self.queue;
         for (run, list) in drained.spawns {
             // Spawned from another thread: it joins this core's task list here.
             let key = self.owned.borrow_mut().insert(list);
@@ -584,7 +583,7 @@ impl Core {
             // queued it locally meanwhile) and becomes a local one; `None` cannot happen
             // here, and would only drop the entry (the task list holds the task).
             if let Some(run) = run.into_local() {
-                queue.push_back(run);
+                queue.push(run);
             }
         }
         for task in drained.tasks {
@@ -592,7 +591,7 @@ impl Core {
             // finished (dropping one frees at most an empty cell: the module invariant of
             // task.rs).
             if let Some(task) = task.into_local() {
-                queue.push_back(task);
+                queue.push(task);
             }
         }
     }
@@ -610,8 +609,9 @@ impl Core {
                 t.shutdown();
             }
         }
-        let queued: Vec<RawTask> = self.queue.borrow_mut().drain(..).collect();
-        drop(queued);
+        while let Some(task) = self.queue.pop() {
+            drop(task);
+        }
         self.shared.ring_fd.store(-1, Ordering::Release);
         let left = self.shared.close();
         drop(left.tasks);

@@ -35,7 +35,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
 
@@ -95,6 +95,9 @@ pub(crate) struct Header {
     /// The task has an entry in its core's local queue. Owner thread only (relaxed loads
     /// and stores: an atomic only so the header may be shared).
     queued: AtomicBool,
+    /// The next task in the core's local queue (see [`LocalQueue`]). Owner thread only,
+    /// relaxed, like `queued`.
+    next: AtomicPtr<Header>,
     join_waker: AtomicWaker,
 }
 
@@ -137,6 +140,7 @@ impl RawTask {
                 shared,
                 owned_key: AtomicUsize::new(NOT_OWNED),
                 queued: AtomicBool::new(local),
+                next: AtomicPtr::new(std::ptr::null_mut()),
                 join_waker: AtomicWaker::new(),
             },
             stage: std::cell::UnsafeCell::new(Stage::Running(future)),
@@ -437,7 +441,73 @@ fn needs_local_entry(header: &Header) -> bool {
 #[inline(always)]
 fn push_local(core: &Core, header: &Header, task: RawTask) {
     header.queued.store(true, Ordering::Relaxed);
-    core.queue.borrow_mut().push_back(task);
+    core.queue.push(task);
+}
+
+/// A core's local run queue: a FIFO list threaded through the queued tasks' headers
+/// (`Header::next`), each entry owning one reference. Owner thread only.
+///
+/// A task is in it at most once: every push is of a task whose `queued` flag was just set
+/// from clear (`push_local`, `RawTask::into_local`, a local spawn), and the flag is cleared
+/// only by the poll that follows the entry's pop. So one link per task suffices, a push is
+/// three stores and a pop two loads and two stores: no capacity to check, no index to wrap,
+/// no borrow flag (nothing runs while a push or pop is half done).
+pub(crate) struct LocalQueue {
+    head: StdCell<*const Header>,
+    tail: StdCell<*const Header>,
+}
+
+impl LocalQueue {
+    pub(crate) fn new() -> Self {
+        LocalQueue {
+            head: StdCell::new(std::ptr::null()),
+            tail: StdCell::new(std::ptr::null()),
+        }
+    }
+
+    /// Appends `task`, whose `queued` flag the caller just set; the entry keeps its
+    /// reference.
+    #[inline(always)]
+    pub(crate) fn push(&self, task: RawTask) {
+        let task = ManuallyDrop::new(task);
+        let p = task.ptr.as_ptr();
+        // SAFETY: the entry's reference keeps the header alive.
+        unsafe { &*p }
+            .next
+            .store(std::ptr::null_mut(), Ordering::Relaxed);
+        let tail = self.tail.get();
+        if tail.is_null() {
+            self.head.set(p);
+        } else {
+            // SAFETY: the tail is an entry of this queue, alive by its reference.
+            unsafe { &*tail }.next.store(p, Ordering::Relaxed);
+        }
+        self.tail.set(p);
+    }
+
+    /// Takes the first entry, with its reference.
+    #[inline(always)]
+    pub(crate) fn pop(&self) -> Option<RawTask> {
+        let head = NonNull::new(self.head.get().cast_mut())?;
+        // SAFETY: the head is an entry of this queue, alive by its reference.
+        let next = unsafe { head.as_ref() }.next.load(Ordering::Relaxed);
+        self.head.set(next);
+        if next.is_null() {
+            self.tail.set(std::ptr::null());
+        }
+        Some(RawTask { ptr: head })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.get().is_null()
+    }
+}
+
+impl Drop for LocalQueue {
+    fn drop(&mut self) {
+        // Dropping the entries gives up their references.
+        while self.pop().is_some() {}
+    }
 }
 
 /// Wakes by value, calling this module's wake directly (inlined, no call through the
@@ -576,6 +646,42 @@ mod tests {
             }
             crate::yield_now().await;
         }
+    }
+
+    #[test]
+    fn the_local_queue_runs_tasks_in_wake_order_and_frees_every_entry() {
+        let rt = crate::Runtime::new().unwrap();
+        let before = live();
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let o = order.clone();
+        rt.block_on(async move {
+            let handles: Vec<_> = (0..5)
+                .map(|id| {
+                    let o = o.clone();
+                    crate::spawn_local(async move {
+                        for _ in 0..3 {
+                            o.borrow_mut().push(id);
+                            crate::yield_now().await;
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.await.unwrap();
+            }
+        });
+        // Each round, every task yields (a wake by reference: a push at the tail) in the
+        // order it ran, so the queue hands them out in that order again.
+        let want: Vec<i32> = (0..3).flat_map(|_| 0..5).collect();
+        assert_eq!(*order.borrow(), want);
+        // Tasks left queued when the runtime drops: their entries give up their references.
+        rt.block_on(async {
+            for _ in 0..4 {
+                drop(crate::spawn_local(async { crate::yield_now().await }));
+            }
+        });
+        drop(rt);
+        assert_eq!(live(), before, "a task cell leaked (or was freed twice)");
     }
 
     #[test]
