@@ -154,3 +154,50 @@ fn op_escaping_the_runtime_is_not_freed_early() {
     drop(op);
     assert_eq!(Rc::strong_count(&token), 2);
 }
+
+/// A waker whose clones can be counted.
+struct Counted;
+
+impl std::task::Wake for Counted {
+    fn wake(self: std::sync::Arc<Self>) {}
+}
+
+#[test]
+fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
+    use io_uring::squeue;
+    use runtime::driver::{Op, Prep};
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Waker};
+
+    struct Fails;
+    impl Prep for Fails {
+        fn sqe(&mut self) -> squeue::Entry {
+            panic!("this Prep cannot make its SQE")
+        }
+    }
+
+    let rt = Runtime::new().unwrap();
+    let counted = Arc::new(Counted);
+    let waker = Waker::from(counted.clone());
+    let sqes = rt.block_on(async {
+        let before = runtime::stats().unwrap().sqes_submitted;
+        // SAFETY: the SQE is never made, so it points at nothing.
+        let mut op = unsafe { Op::with_prep(runtime::driver::ops::Nop, Fails) };
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = std::pin::Pin::new(&mut op).poll(&mut Context::from_waker(&waker));
+        }));
+        assert!(polled.is_err(), "the Prep's panic reaches the poller");
+        drop(op);
+        runtime::stats().unwrap().sqes_submitted - before
+    });
+    assert_eq!(sqes, 0, "no SQE was counted");
+    // The slot took a clone of the waker; it went with the slot.
+    assert_eq!(
+        Arc::strong_count(&counted),
+        2,
+        "only `counted` and `waker` hold it"
+    );
+    // The runtime goes on: ops complete.
+    rt.block_on(runtime::nop()).unwrap();
+}

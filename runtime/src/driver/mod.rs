@@ -26,6 +26,7 @@ mod sq;
 
 use std::io;
 use std::os::fd::RawFd;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -133,15 +134,8 @@ impl Driver {
     }
 
     /// Pushes one SQE; a full SQ is submitted first. Never drops an SQE.
-    #[inline(always)]
+    #[inline]
     fn push(&mut self, sqe: squeue::Entry) {
-        self.push_with(|| sqe);
-    }
-
-    /// Pushes the SQE `make` makes, once there is room for it: made last, its fields are
-    /// written into the ring as values (nothing opaque runs between making and writing it).
-    #[inline(always)]
-    fn push_with(&mut self, make: impl FnOnce() -> squeue::Entry) {
         self.counters.sqes += 1;
         if self.sq.is_full() {
             self.make_room();
@@ -149,7 +143,7 @@ impl Driver {
         // SAFETY: not full (just checked, or room made); every SQE handed to the driver
         // points only into memory its op owns until the final CQE (the contract of
         // `Op::new`), or into the driver's own `wake_buf`, which outlives the read.
-        unsafe { self.sq.push(make()) }
+        unsafe { self.sq.push(sqe) }
     }
 
     /// The SQ is full: submits until the kernel has taken at least one SQE.
@@ -369,7 +363,24 @@ impl Driver {
         let key = self
             .ops
             .insert_with(|| Lifecycle::Waiting(crate::executor::clone_waker(waker)));
-        self.push_with(|| make().user_data(key as u64));
+        self.counters.sqes += 1;
+        if self.sq.is_full() {
+            self.make_room();
+        }
+        // `make` is an op's `Prep`: if it panics, no SQE is pushed, so its slot must go too
+        // (no CQE would ever free it). The compiler drops the catch where `make` cannot
+        // panic (a constant SQE, a copied one).
+        let sqe = match catch_unwind(AssertUnwindSafe(make)) {
+            Ok(sqe) => sqe.user_data(key as u64),
+            Err(panic) => {
+                self.counters.sqes -= 1;
+                drop(self.ops.remove(key));
+                resume_unwind(panic)
+            }
+        };
+        // SAFETY: not full (just checked, or room made); the SQE points only into memory
+        // its op owns until the final CQE (the contract of `Op::new`).
+        unsafe { self.sq.push(sqe) };
         key
     }
 
