@@ -233,7 +233,9 @@ enum State<T> {
 /// fields themselves instead of a copy read back from the stores that just built it (a
 /// failed store-to-load forward stalls the CPU ~15 cycles). [`Op::with_prep`] takes one.
 pub trait Prep: 'static {
-    /// Makes the op's SQE (its `user_data` is overwritten). Called once, at submission.
+    /// Makes the op's SQE (its `user_data` is overwritten). Called once, at submission,
+    /// inside the driver: it must not use the runtime (no ops, no spawns). If it panics,
+    /// nothing is submitted and the panic reaches the op's poller.
     fn sqe(&mut self) -> squeue::Entry;
 }
 
