@@ -112,14 +112,15 @@ pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
     r
 }
 
-/// Runs `f` with the current core's id and driver: the op futures' one look-up per poll.
+/// Runs `f` with the current core's id and driver (a chain's submission and polls).
 ///
 /// # Panics
 /// Outside a runtime.
 #[inline]
 pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R {
-    with_core(|c| f(c.id, &mut c.driver.borrow_mut()))
-        .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"))
+    // SAFETY: the reference is used only within this call.
+    let (id, driver) = unsafe { current_driver() };
+    f(id, &mut driver.borrow_mut())
 }
 
 /// The current core's id and driver, for the op futures' hot path (no closure for the
