@@ -113,6 +113,7 @@ impl Counters {
             cqes_reaped: a.cqes_reaped + b.cqes_reaped,
             tasks_polled: a.tasks_polled + b.tasks_polled,
             remote_wakes: a.remote_wakes + b.remote_wakes,
+            tasks_alive: a.tasks_alive + b.tasks_alive,
         };
         self.trips.set(self.trips.get() + trips);
         self.core0.set(sum(self.core0.get(), core0));

@@ -257,6 +257,7 @@ pub(crate) fn core_stats(core: &Core) -> Stats {
         cqes_reaped: d.cqes,
         tasks_polled: c.tasks_polled,
         remote_wakes: c.remote_wakes,
+        tasks_alive: c.tasks_alive,
     }
 }
 

@@ -29,6 +29,9 @@ pub struct Stats {
     pub tasks_polled: u64,
     /// Wakes that came from other threads.
     pub remote_wakes: u64,
+    /// Tasks on this core that have not finished yet (spawned, not completed or aborted):
+    /// a gauge, not a counter. A difference of two snapshots keeps the later one's value.
+    pub tasks_alive: u64,
 }
 
 impl Sub for Stats {
@@ -41,6 +44,7 @@ impl Sub for Stats {
             cqes_reaped: self.cqes_reaped - rhs.cqes_reaped,
             tasks_polled: self.tasks_polled - rhs.tasks_polled,
             remote_wakes: self.remote_wakes - rhs.remote_wakes,
+            tasks_alive: self.tasks_alive,
         }
     }
 }

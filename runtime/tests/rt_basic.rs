@@ -342,3 +342,23 @@ fn busy_task_does_not_starve_others() {
         assert!(busy.await.unwrap() > 0);
     });
 }
+
+#[test]
+fn stats_count_tasks_alive() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let before = runtime::stats().unwrap().tasks_alive;
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let waiting = runtime::spawn_local(async move {
+            let _ = rx.await;
+        });
+        let aborted = runtime::spawn_local(std::future::pending::<()>());
+        runtime::yield_now().await;
+        assert_eq!(runtime::stats().unwrap().tasks_alive, before + 2);
+        aborted.abort();
+        assert!(aborted.await.unwrap_err().is_cancelled());
+        tx.send(()).unwrap();
+        waiting.await.unwrap();
+        assert_eq!(runtime::stats().unwrap().tasks_alive, before);
+    });
+}

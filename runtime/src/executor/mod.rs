@@ -428,6 +428,7 @@ impl Drop for Enter {
 pub(crate) struct CoreCounters {
     pub(crate) tasks_polled: u64,
     pub(crate) remote_wakes: u64,
+    pub(crate) tasks_alive: u64,
 }
 
 impl Core {
@@ -452,6 +453,7 @@ impl Core {
         CoreCounters {
             tasks_polled: self.tasks_polled.get(),
             remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
+            tasks_alive: self.owned.borrow().len() as u64,
         }
     }
 
