@@ -67,6 +67,8 @@ mod ops;
 mod recv_stream;
 mod serve;
 pub mod tcp;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod udp;
 pub mod unix;
 

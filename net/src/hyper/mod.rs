@@ -1,7 +1,13 @@
-//! hyper 1.x on this runtime (the `hyper` feature): [`HyperIo`] implements hyper's
-//! [`Read`](::hyper::rt::Read) and [`Write`](::hyper::rt::Write) on a socket of this crate,
-//! [`HyperExecutor`] spawns hyper's background tasks with [`runtime::spawn_local`], and
-//! [`HyperTimer`] gives hyper timers on [`runtime::time::sleep_until`].
+//! hyper 1.x on this runtime (the `hyper` feature):
+//! - [`serve`] / [`Builder`]: any tower service (an axum `Router` as it is) or hyper service
+//!   ([`from_hyper`]) on every core, HTTP/1.1 and HTTP/2 on one port, plain or over TLS
+//!   ([`Builder::tls`], feature `tls`), with a graceful shutdown ([`Server`]);
+//! - [`Client`]: HTTP/1.1 and HTTP/2 (h2c, or by ALPN over TLS) with connection reuse;
+//! - the parts both are built from: [`HyperIo`] implements hyper's
+//!   [`Read`](::hyper::rt::Read) and [`Write`](::hyper::rt::Write) on a socket of this crate
+//!   (or a [`TlsStream`](crate::tls::TlsStream)), [`HyperExecutor`] spawns hyper's
+//!   background tasks (HTTP/2 streams, client connections) with [`runtime::spawn_local`],
+//!   and [`HyperTimer`] gives hyper timers on [`runtime::time::sleep_until`].
 //!
 //! The socket side goes through the `futures::io` traits of the stream (see `io::poll`):
 //! each direction keeps its own buffer and at most one op in flight in the socket between
@@ -10,7 +16,15 @@
 //! sent, reported written), and hyper's `poll_flush` waits for the send.
 //!
 //! Everything here is single-core: a connection, its hyper state and its tasks stay on the
-//! core that accepted it (hyper's HTTP/1 server needs no `Send`).
+//! core that accepted (or opened) it, so no `Send` is needed of them, HTTP/2 included.
+//!
+//! What does not work here: code that calls into a tokio runtime, which is never started.
+//! `tokio::time::sleep` or `tokio::spawn` in a handler panics ("there is no reactor
+//! running"); so do tower-http's `TimeoutLayer` and tower's `timeout` and `buffer` layers,
+//! which use tokio's timer or spawn. Use [`runtime::time::sleep`] and
+//! [`runtime::time::timeout`], and [`runtime::spawn_local`], instead.
+//!
+//! The connection API underneath, one connection by hand:
 //!
 //! ```no_run
 //! use std::convert::Infallible;
@@ -38,6 +52,12 @@
 //! # Ok(())
 //! # }
 //! ```
+
+mod client;
+mod serve;
+
+pub use client::{Client, ClientBuilder};
+pub use serve::{from_hyper, serve, Builder, FromHyper, Server};
 
 use std::future::Future;
 use std::io;

@@ -28,8 +28,9 @@ macro_rules! impl_as_fd {
     )*};
 }
 
-/// `AsyncRead` and `AsyncBufRead` for a type with `fd: SharedFd` and `read: ReadState`
-/// fields, forwarding to the shared read state (`io::poll`).
+/// `AsyncRead` and `AsyncBufRead` (futures-io's, and tokio's under the `tokio-io` feature)
+/// for a type with `fd: SharedFd` and `read: ReadState` fields, forwarding to the shared
+/// read state (`io::poll`): both sets of traits read from the same buffer.
 macro_rules! impl_async_read {
     ($($ty:ty),* $(,)?) => {$(
         impl futures::io::AsyncRead for $ty {
@@ -56,11 +57,39 @@ macro_rules! impl_async_read {
                 self.get_mut().read.consume(amt);
             }
         }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.read.poll_read_buf(&this.fd, cx, buf)
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncBufRead for $ty {
+            fn poll_fill_buf(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<&[u8]>> {
+                let this = self.get_mut();
+                this.read.poll_fill_buf(&this.fd, cx)
+            }
+
+            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+                self.get_mut().read.consume(amt);
+            }
+        }
     )*};
 }
 
-/// `AsyncWrite` for a type with `fd: SharedFd` and `write: WriteState` fields, forwarding
-/// to the shared write state (`io::poll`).
+/// `AsyncWrite` (futures-io's, and tokio's under the `tokio-io` feature) for a type with
+/// `fd: SharedFd` and `write: WriteState` fields, forwarding to the shared write state
+/// (`io::poll`); tokio's `poll_shutdown` is futures' `poll_close`.
 macro_rules! impl_async_write {
     ($($ty:ty),* $(,)?) => {$(
         impl futures::io::AsyncWrite for $ty {
@@ -91,6 +120,48 @@ macro_rules! impl_async_write {
             }
 
             fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_close(&this.fd, cx)
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.write.poll_write(&this.fd, cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.write.poll_write_vectored(&this.fd, cx, bufs)
+            }
+
+            /// Yes: the slices are gathered into one send.
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.write.poll_flush(&this.fd, cx)
+            }
+
+            fn poll_shutdown(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {

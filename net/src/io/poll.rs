@@ -91,6 +91,26 @@ impl ReadState {
     }
 }
 
+#[cfg(feature = "tokio-io")]
+impl ReadState {
+    /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
+    pub(crate) fn poll_read_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if out.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let avail = ready!(self.poll_fill_buf(fd, cx))?;
+        let n = avail.len().min(out.remaining());
+        out.put_slice(&avail[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
 /// The write direction: a `send` of part of the internal buffer in flight, or the idle buffer.
 #[derive(Default)]
 pub(crate) struct WriteState {

@@ -1,0 +1,210 @@
+//! `net::hyper::serve` and `Client`: HTTP/1.1 and h2c on one port on every core, connection
+//! reuse, per-core services that are not `Send`, and graceful shutdown.
+
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::{service::service_fn, Request, Response, Version};
+use net::hyper::{from_hyper, Builder, Client};
+
+type Body = Full<Bytes>;
+
+/// A per-core service: `Rc` state (not `Send`), `/slow` answers after 300 ms, `/hang` never.
+fn service(core: usize) -> impl tower_like::Service + Clone + 'static {
+    let hits = Rc::new(Cell::new(0u64));
+    from_hyper(service_fn(move |req: Request<hyper::body::Incoming>| {
+        let hits = hits.clone();
+        async move {
+            hits.set(hits.get() + 1);
+            match req.uri().path() {
+                "/slow" => runtime::time::sleep(Duration::from_millis(300)).await,
+                "/hang" => runtime::time::sleep(Duration::from_secs(3600)).await,
+                _ => {}
+            }
+            let body = format!("core {core} hit {} {}", hits.get(), req.uri().path());
+            Ok::<_, Infallible>(Response::new(Body::new(Bytes::from(body))))
+        }
+    }))
+}
+
+/// Names the service type for `serve_with` without spelling out hyper's closure types.
+mod tower_like {
+    pub trait Service:
+        tower_service::Service<
+        hyper::Request<hyper::body::Incoming>,
+        Response = hyper::Response<super::Body>,
+        Error = std::convert::Infallible,
+        Future: 'static,
+    >
+    {
+    }
+    impl<S> Service for S where
+        S: tower_service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<super::Body>,
+            Error = std::convert::Infallible,
+            Future: 'static,
+        >
+    {
+    }
+}
+
+async fn body_text(res: Response<hyper::body::Incoming>) -> String {
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+#[test]
+fn http1_and_h2c_on_one_port_with_connection_reuse() {
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    rt.block_on(async {
+        let server = Builder::new().serve_with("127.0.0.1:0", service).unwrap();
+        assert_eq!(server.cores(), 2);
+        let base = format!("http://{}", server.local_addr());
+
+        // HTTP/1.1: ten requests in turn on one kept-alive connection.
+        let h1 = Client::<Empty<Bytes>>::new();
+        for i in 0..10 {
+            let res = h1
+                .get(format!("{base}/h1/{i}").parse().unwrap())
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            assert_eq!(res.version(), Version::HTTP_11);
+            let text = body_text(res).await;
+            assert!(text.ends_with(&format!("/h1/{i}")), "{text}");
+        }
+        assert_eq!(h1.connections_opened(), 1);
+
+        // h2c (prior knowledge): twenty requests at once, multiplexed on one connection;
+        // the streams run as tasks on the connection's core, with its `Rc` state.
+        let h2: Client<Empty<Bytes>> = Client::builder().http2_prior_knowledge(true).build();
+        let requests = (0..20).map(|i| {
+            let h2 = h2.clone();
+            let uri = format!("{base}/h2/{i}").parse().unwrap();
+            async move {
+                let res = h2.get(uri).await.unwrap();
+                assert_eq!(res.version(), Version::HTTP_2);
+                body_text(res).await
+            }
+        });
+        let texts = futures::future::join_all(requests).await;
+        for (i, text) in texts.iter().enumerate() {
+            assert!(text.ends_with(&format!("/h2/{i}")), "{text}");
+        }
+        assert_eq!(h2.connections_opened(), 1);
+        server.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}
+
+#[test]
+fn client_sends_request_bodies_and_reports_bad_uris() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let echo = service_fn(|req: Request<hyper::body::Incoming>| async move {
+            let body = req.into_body().collect().await?.to_bytes();
+            Ok::<_, hyper::Error>(Response::new(Body::new(body)))
+        });
+        let server = net::hyper::serve("127.0.0.1:0", from_hyper(echo)).unwrap();
+        let client = Client::<Body>::new();
+        let req = Request::post(format!("http://{}/echo", server.local_addr()))
+            .body(Body::new(Bytes::from_static(b"the body")))
+            .unwrap();
+        let res = client.request(req).await.unwrap();
+        assert_eq!(body_text(res).await, "the body");
+
+        for bad in ["/no/scheme", "ftp://127.0.0.1/x", "https://127.0.0.1:1/"] {
+            let mut req = Request::new(Body::default());
+            *req.uri_mut() = bad.parse().unwrap();
+            let err = client.request(req).await.unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{bad}: {err}");
+        }
+        // Nobody listens: the error names the origin.
+        let err = client
+            .get("http://127.0.0.1:1/".parse().unwrap())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+        server.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}
+
+#[test]
+fn graceful_shutdown_finishes_in_flight_requests_and_stops_accepting() {
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    rt.block_on(async {
+        let server = Builder::new().serve_with("127.0.0.1:0", service).unwrap();
+        let addr = server.local_addr();
+        let slow = runtime::spawn_local(async move {
+            let client = Client::<Empty<Bytes>>::new();
+            let res = client
+                .get(format!("http://{addr}/slow").parse().unwrap())
+                .await
+                .unwrap();
+            (res.status(), body_text(res).await)
+        });
+        let h2_slow = runtime::spawn_local(async move {
+            let client: Client<Empty<Bytes>> =
+                Client::builder().http2_prior_knowledge(true).build();
+            let res = client
+                .get(format!("http://{addr}/slow").parse().unwrap())
+                .await
+                .unwrap();
+            (res.status(), body_text(res).await)
+        });
+        // Let both requests reach their handlers, then shut down with time to spare.
+        runtime::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        server.shutdown(Duration::from_secs(10)).await.unwrap();
+        let took = started.elapsed();
+        for task in [slow, h2_slow] {
+            let (status, text) = task.await.unwrap();
+            assert_eq!(status, 200);
+            assert!(text.ends_with("/slow"), "{text}");
+        }
+        assert!(took < Duration::from_secs(5), "shutdown waited {took:?}");
+        // The listeners are closed.
+        let err = net::TcpStream::connect(addr).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+    });
+}
+
+#[test]
+fn graceful_shutdown_closes_what_outlasts_the_grace_period() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let tasks_before = runtime::stats().unwrap().tasks_alive;
+        let server = Builder::new().serve_with("127.0.0.1:0", service).unwrap();
+        let addr = server.local_addr();
+        let hang = runtime::spawn_local(async move {
+            let client = Client::<Empty<Bytes>>::new();
+            client
+                .get(format!("http://{addr}/hang").parse().unwrap())
+                .await
+        });
+        runtime::time::sleep(Duration::from_millis(50)).await;
+        let started = Instant::now();
+        server.shutdown(Duration::from_millis(200)).await.unwrap();
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(190),
+            "shutdown took only {took:?}"
+        );
+        assert!(took < Duration::from_secs(5), "shutdown waited {took:?}");
+        // The hanging request's connection was closed under it.
+        assert!(hang.await.unwrap().is_err());
+        // The client's connection task sees the close a loop turn or two later; then
+        // nothing of the server or the client is left.
+        for _ in 0..100 {
+            if runtime::stats().unwrap().tasks_alive == tasks_before {
+                break;
+            }
+            runtime::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(runtime::stats().unwrap().tasks_alive, tasks_before);
+    });
+}
