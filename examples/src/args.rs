@@ -19,7 +19,18 @@ impl Args {
     /// Parses the process's arguments. `takes_value` names the flags (without `--`) that
     /// take a value; `switches` the boolean ones. Exits on `--help` or an unknown flag.
     pub fn parse(usage: &'static str, takes_value: &[&str], switches: &[&str]) -> Args {
-        match Args::from_iter(usage, takes_value, switches, std::env::args().skip(1)) {
+        Args::parse_from(usage, takes_value, switches, std::env::args().skip(1))
+    }
+
+    /// As [`parse`](Args::parse), from `args` (e.g. the process's arguments with short
+    /// flags rewritten to long ones).
+    pub fn parse_from(
+        usage: &'static str,
+        takes_value: &[&str],
+        switches: &[&str],
+        args: impl IntoIterator<Item = String>,
+    ) -> Args {
+        match Args::from_iter(usage, takes_value, switches, args) {
             Ok(Some(args)) => args,
             Ok(None) => {
                 print!("{usage}");
@@ -85,6 +96,22 @@ impl Args {
         }
     }
 
+    /// The value of `--name`, parsed, if given; exits 2 if it does not parse.
+    pub fn optional<T: FromStr>(&self, name: &str) -> Option<T>
+    where
+        T::Err: Display,
+    {
+        self.values.get(name).map(|v| {
+            v.parse()
+                .unwrap_or_else(|e| Args::fail(self.usage, format!("--{name} {v:?}: {e}")))
+        })
+    }
+
+    /// The value of `--name` as given, if given.
+    pub fn string(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
     /// Whether the switch `--name` was given.
     pub fn switch(&self, name: &str) -> bool {
         self.values.contains_key(name)
@@ -128,6 +155,9 @@ mod tests {
         let a = parse(&["--port=81"]).unwrap().unwrap();
         assert_eq!(a.value("port", 0u16), 81);
         assert_eq!(a.value("missing", 7u16), 7);
+        assert_eq!(a.optional::<u16>("port"), Some(81));
+        assert_eq!(a.optional::<u16>("missing"), None);
+        assert_eq!(a.string("port"), Some("81"));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! What the example binaries share: flag parsing ([`args`]), stopping on Ctrl-C
-//! ([`until_ctrl_c`]), the RESP2 parser and replies ([`resp`]) and the key-value store with
-//! its commands ([`redis`]).
+//! ([`until_ctrl_c`]) or on Ctrl-C and SIGTERM ([`shutdown_signal`]), the RESP2 parser and
+//! replies ([`resp`]), the key-value store with its commands ([`redis`]), the axum app's
+//! handlers ([`axum_app`]) and the TLS set-up ([`tls`]).
 //!
-//! The binaries (`src/bin/`): `echo`, `http` (hyper through `net::hyper`), `redis` and `cp`.
-//! Each prints its flags with `--help`. `scripts/examples_check.sh` drives them with real
-//! clients (wrk, curl, redis-cli, redis-benchmark, cmp).
+//! The binaries (`src/bin/`): `echo`, `http` (hyper through `net::hyper`), `axum` (an axum
+//! app through `net::hyper`, HTTP/1.1, h2c and HTTPS), `http-client`, `redis` and `cp`; and
+//! `axum-tokio` (the same axum app on tokio, feature `tokio-peer`). Each prints its flags
+//! with `--help`. `scripts/examples_check.sh` drives them with real clients (wrk, h2load,
+//! curl, redis-cli, redis-benchmark, cmp).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(
@@ -14,8 +17,10 @@
 )]
 
 pub mod args;
+pub mod axum_app;
 pub mod redis;
 pub mod resp;
+pub mod tls;
 
 use std::future::Future;
 use std::io;
@@ -40,13 +45,30 @@ where
     }
 }
 
+/// A future that completes when the process gets `SIGINT` (Ctrl-C) or `SIGTERM`. Both
+/// handlers are installed by this call, so either signal is caught from here on, even
+/// before the future is first polled.
+///
+/// # Errors
+/// If either signal cannot be listened for.
+pub fn shutdown_signal() -> io::Result<impl Future<Output = ()>> {
+    use runtime::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        let int = pin!(int.recv());
+        let term = pin!(term.recv());
+        select(int, term).await;
+    })
+}
+
 /// Builds a runtime of `cores` cores and runs `main` on core 0.
 ///
 /// # Errors
 /// If the runtime cannot be built (no io_uring, bad core count), or `main`'s error.
-pub fn run<F>(cores: usize, main: F) -> io::Result<()>
+pub fn run<F, T>(cores: usize, main: F) -> io::Result<T>
 where
-    F: Future<Output = io::Result<()>>,
+    F: Future<Output = io::Result<T>>,
 {
     if cores == 0 {
         return Err(io::Error::new(

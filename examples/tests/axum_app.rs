@@ -1,0 +1,155 @@
+//! The axum app (`examples::axum_app`) served by `net::hyper` on this runtime, fetched with
+//! `net::hyper::Client` over HTTP/1.1, h2c and HTTPS (the self-signed identity of
+//! `examples::tls`): every route's status, headers and body.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use examples::axum_app::{self, Uring, ECHO_LIMIT};
+use examples::tls::Identity;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, StatusCode, Version};
+use net::hyper::{Builder, Client};
+use net::tls::{rustls, TlsAcceptor, TlsConnector};
+
+type Http = Client<Full<Bytes>>;
+
+/// One request: status, content type and body.
+async fn fetch(
+    client: &Http,
+    method: Method,
+    url: &str,
+    body: Bytes,
+) -> (StatusCode, String, Bytes, Version) {
+    let req = Request::builder()
+        .method(method)
+        .uri(url)
+        .body(Full::new(body))
+        .unwrap();
+    let res = client.request(req).await.unwrap();
+    let (status, version) = (res.status(), res.version());
+    let ct = res
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, ct, body, version)
+}
+
+/// Every route against `base`, with `client`; `version` the HTTP version expected.
+async fn check_routes(client: &Http, base: &str, version: Version) {
+    let get = |path: &str| {
+        let url = format!("{base}{path}");
+        async move { fetch(client, Method::GET, &url, Bytes::new()).await }
+    };
+    let (s, ct, body, v) = get("/").await;
+    assert_eq!(
+        (s, ct.as_str(), &body[..], v),
+        (StatusCode::OK, "text/plain", &b"Hello, World!"[..], version)
+    );
+    let (s, ct, body, _) = get("/json").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(ct, "application/json");
+    assert_eq!(&body[..], br#"{"message":"Hello, World!"}"#);
+    let (s, _, body, _) = get("/greet/ada?times=3").await;
+    assert_eq!(
+        (s, &body[..]),
+        (
+            StatusCode::OK,
+            &b"Hello, ada!\nHello, ada!\nHello, ada!\n"[..]
+        )
+    );
+    assert_eq!(get("/greet/ada?times=0").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(get("/greet/ada?times=x").await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(get("/nowhere").await.0, StatusCode::NOT_FOUND);
+    let wrong = fetch(
+        client,
+        Method::DELETE,
+        &format!("{base}/json"),
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(wrong.0, StatusCode::METHOD_NOT_ALLOWED);
+
+    let echo = format!("{base}/echo");
+    let full = Bytes::from(vec![7u8; ECHO_LIMIT]);
+    let (s, _, body, _) = fetch(client, Method::POST, &echo, full.clone()).await;
+    assert_eq!((s, body), (StatusCode::OK, full));
+    let over = Bytes::from(vec![7u8; ECHO_LIMIT + 1]);
+    assert_eq!(
+        fetch(client, Method::POST, &echo, over).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+
+    // 4 chunks 30 ms apart: the whole body, no sooner than the 3 gaps allow.
+    let t = Instant::now();
+    let (s, _, body, _) = get("/stream?chunks=4&ms=30").await;
+    assert_eq!(
+        (s, &body[..]),
+        (StatusCode::OK, &b"chunk 0\nchunk 1\nchunk 2\nchunk 3\n"[..])
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(90),
+        "{:?}",
+        t.elapsed()
+    );
+
+    let (s, ct, body, _) = get("/stats").await;
+    assert_eq!((s, ct.as_str()), (StatusCode::OK, "application/json"));
+    let body = String::from_utf8(body.to_vec()).unwrap();
+    assert!(body.starts_with(r#"{"core":0,"requests":"#), "{body}");
+}
+
+#[test]
+fn every_route_over_http1_h2c_and_https() {
+    let rt = runtime::Builder::new().cores(1).build().unwrap();
+    rt.block_on(async {
+        let identity = Identity::self_signed().unwrap();
+        let ca = identity.certs[0].clone();
+        let acceptor = TlsAcceptor::new(identity.server_config().unwrap());
+        let plain = Builder::new()
+            .serve_with("127.0.0.1:0", axum_app::router::<Uring>)
+            .unwrap();
+        let secure = Builder::new()
+            .tls(acceptor)
+            .serve_with("127.0.0.1:0", axum_app::router::<Uring>)
+            .unwrap();
+
+        let h1: Http = Client::builder().build();
+        check_routes(
+            &h1,
+            &format!("http://{}", plain.local_addr()),
+            Version::HTTP_11,
+        )
+        .await;
+        let h2c: Http = Client::builder().http2_prior_knowledge(true).build();
+        check_routes(
+            &h2c,
+            &format!("http://{}", plain.local_addr()),
+            Version::HTTP_2,
+        )
+        .await;
+        assert_eq!(h2c.connections_opened(), 1);
+
+        // The self-signed certificate verifies for localhost, with the ring provider.
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca).unwrap();
+        let mut config = rustls::ClientConfig::builder_with_provider(examples::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let tls: Http = Client::builder()
+            .tls(TlsConnector::new(Arc::new(config)))
+            .build();
+        let base = format!("https://localhost:{}", secure.local_addr().port());
+        check_routes(&tls, &base, Version::HTTP_2).await;
+        assert_eq!(tls.connections_opened(), 1);
+
+        plain.shutdown(Duration::from_secs(1)).await.unwrap();
+        secure.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}
