@@ -84,17 +84,10 @@ impl TlsAcceptor {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let accept = self.inner.accept(stream);
-        match runtime::time::timeout(self.handshake_timeout, accept).await {
-            Ok(Ok(s)) => Ok(TlsStream::new(s.into())),
-            Ok(Err(e)) => Err(crate::error::context(e, "TLS handshake (server)")),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "TLS handshake (server) took longer than {:?}",
-                    self.handshake_timeout
-                ),
-            )),
-        }
+        handshake(self.handshake_timeout, accept, || {
+            "TLS handshake (server)".into()
+        })
+        .await
     }
 }
 
@@ -147,20 +140,10 @@ impl TlsConnector {
             )
         })?;
         let connect = self.inner.connect(name, stream);
-        match runtime::time::timeout(self.handshake_timeout, connect).await {
-            Ok(Ok(s)) => Ok(TlsStream::new(s.into())),
-            Ok(Err(e)) => Err(crate::error::context(
-                e,
-                format!("TLS handshake with {server_name}"),
-            )),
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "TLS handshake with {server_name} took longer than {:?}",
-                    self.handshake_timeout
-                ),
-            )),
-        }
+        handshake(self.handshake_timeout, connect, || {
+            format!("TLS handshake with {server_name}")
+        })
+        .await
     }
 }
 
@@ -169,6 +152,26 @@ impl fmt::Debug for TlsConnector {
         f.debug_struct("TlsConnector")
             .field("handshake_timeout", &self.handshake_timeout)
             .finish_non_exhaustive()
+    }
+}
+
+/// Runs a handshake under its deadline; errors say which (`what`), keeping their kind, and
+/// a late one is `TimedOut`.
+async fn handshake<S, T>(
+    deadline: Duration,
+    handshake: impl std::future::Future<Output = io::Result<T>>,
+    what: impl FnOnce() -> String,
+) -> io::Result<TlsStream<S>>
+where
+    T: Into<futures_rustls::TlsStream<S>>,
+{
+    match runtime::time::timeout(deadline, handshake).await {
+        Ok(Ok(s)) => Ok(TlsStream::new(s.into())),
+        Ok(Err(e)) => Err(crate::error::context(e, what())),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{} took longer than {deadline:?}", what()),
+        )),
     }
 }
 
