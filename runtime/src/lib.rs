@@ -39,6 +39,7 @@ pub mod driver;
 pub mod error;
 mod executor;
 pub mod fd;
+mod loom;
 mod macros;
 mod multi;
 mod runtime;
