@@ -35,6 +35,7 @@
 compile_error!("this runtime is built on io_uring and runs on Linux only");
 
 pub mod buf;
+mod context;
 pub mod driver;
 pub mod error;
 mod executor;

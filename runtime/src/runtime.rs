@@ -67,6 +67,10 @@ impl Builder {
     }
 
     /// The CPUs to pin cores to, in core order (wrapping around if there are more cores).
+    ///
+    /// [`Builder::build`] fails with an `InvalidInput` error naming the CPU if a core's CPU
+    /// is `CPU_SETSIZE` (1024) or more, does not exist, is offline, or is outside this
+    /// process's cpuset.
     pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Builder {
         self.cpus = Some(cpus.into_iter().collect());
         self
@@ -125,8 +129,9 @@ impl Builder {
     /// Sets up the ring on the calling thread and returns the runtime.
     ///
     /// Fails if a runtime already lives on this thread, if the kernel has no usable
-    /// io_uring (the error says why: kernel too old, `kernel.io_uring_disabled`, seccomp), or
-    /// if the entries are out of range.
+    /// io_uring (the error says why: kernel too old, `kernel.io_uring_disabled`, seccomp),
+    /// if the entries are out of range, or if a core cannot be pinned to its CPU (see
+    /// [`Builder::cpus`]). A failed build leaves the calling thread's CPU affinity as it was.
     pub fn build(&self) -> io::Result<Runtime> {
         if ALIVE.with(Cell::get) {
             return Err(io::Error::new(
@@ -154,11 +159,24 @@ impl Builder {
         };
         let pin = self.cores > 1 || self.cpus.is_some();
         let cpu_of = |i: usize| pin.then(|| cpus[i % cpus.len()]);
+        // Every core's CPU fits a cpu_set_t before any thread is pinned or started.
+        for cpu in (0..self.cores.min(cpus.len())).filter_map(cpu_of) {
+            multi::check_cpu(cpu)?;
+        }
+        // The calling thread's affinity, given back if the build fails after pinning it.
+        let mut unpinned = None;
         if let Some(cpu) = cpu_of(0) {
+            unpinned = multi::affinity().ok();
             multi::pin_to(cpu)?;
         }
+        let unpin = |e: io::Error| {
+            if let Some(old) = &unpinned {
+                let _ = multi::set_affinity(old);
+            }
+            e
+        };
         let set = Arc::new(CoreSet::default());
-        let core = Core::new(want, 0, set.clone())?;
+        let core = Core::new(want, 0, set.clone()).map_err(unpin)?;
         let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
         for i in 1..self.cores {
             match multi::start_worker(i, cpu_of(i), want, set.clone()) {
@@ -170,7 +188,7 @@ impl Builder {
                     for w in workers {
                         w.join();
                     }
-                    return Err(e);
+                    return Err(unpin(e));
                 }
             }
         }
@@ -227,7 +245,7 @@ impl Runtime {
 
     /// The setup flags the kernel granted core 0's ring.
     pub fn flags(&self) -> RingFlags {
-        self.core.driver.borrow().flags()
+        self.core.ctx.driver.borrow().flags()
     }
 
     /// The setup flags each core's ring was granted, by core index.
@@ -249,7 +267,7 @@ impl Runtime {
 }
 
 pub(crate) fn core_stats(core: &Core) -> Stats {
-    let d = core.driver.borrow().counters;
+    let d = core.ctx.driver.borrow().counters;
     let c = core.counters();
     Stats {
         sqes_submitted: d.sqes,

@@ -25,9 +25,9 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::types::BufRingEntry;
 
+use crate::context::{self, CoreId};
 use crate::driver::Cqe;
 use crate::error::context;
-use crate::executor::{self, CoreId};
 
 /// A registered ring of provided buffers on the current core.
 ///
@@ -79,7 +79,7 @@ impl BufRing {
                 ),
             ));
         }
-        let core = executor::current_core_id()
+        let core = context::current_core_id()
             .ok_or_else(|| io::Error::other("BufRing::new called outside of a runtime"))?;
         let ring_bytes = (entries as usize * std::mem::size_of::<BufRingEntry>()).max(4096);
         // SAFETY: an anonymous private mapping; the result is checked below.
@@ -120,7 +120,7 @@ impl BufRing {
             inner.push(bid);
         }
         inner.publish();
-        let res = executor::with_driver(|d| {
+        let res = context::with_driver(|d| {
             // SAFETY: the ring memory is mapped, page-aligned and stays valid until the group is
             // unregistered (in `Inner::drop`, before the unmap).
             unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid) }
@@ -223,9 +223,9 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if self.registered.get() && executor::current_core_id() == Some(self.core) {
+        if self.registered.get() && context::current_core_id() == Some(self.core) {
             let bgid = self.bgid;
-            executor::with_driver(|d| d.unregister_buf_ring(bgid));
+            context::with_driver(|d| d.unregister_buf_ring(bgid));
         }
         // SAFETY: the mapping came from mmap with this size; nothing uses it any more (module
         // invariant: no op that picks from the group is in flight, the group is unregistered

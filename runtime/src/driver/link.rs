@@ -3,19 +3,23 @@
 //! The kernel starts each op of a chain only when the one before it completed successfully;
 //! when one fails (or is cancelled), the rest complete with `ECANCELED`. A chain must reach
 //! the kernel in one submission, so [`Link`] pushes all its SQEs inside one borrow of the
-//! driver, after making room in the SQ for the whole chain.
+//! driver, after making room in the SQ for the whole chain. If an op's `Prep` panics midway,
+//! the SQEs already pushed are taken back out of the SQ (see `push_chain`): a half-built
+//! chain would end in `IO_LINK` and tie the next SQE anyone pushes to itself.
 
 use std::future::Future;
 use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use io_uring::squeue::Flags;
 
 use io_uring::squeue;
 
-use crate::driver::{Completable, Op, Prep};
-use crate::executor;
+use crate::context;
+use crate::driver::op::Lifecycle;
+use crate::driver::{Completable, Driver, Op, Prep};
 
 /// A future for a chain of linked ops of one kind; resolves to each op's output, in order.
 ///
@@ -23,6 +27,10 @@ use crate::executor;
 /// until its final CQE and cancels it (cancelling the head of a chain cancels the rest). To
 /// link ops of different kinds, give them one data type (an enum implementing
 /// [`Completable`]).
+///
+/// If an op's [`Prep`] panics while the chain is submitted, the panic reaches the poller and
+/// nothing of the chain reaches the kernel: the ops before it count as cancelled, and the
+/// chain, polled again, resolves to an `InvalidInput` error.
 ///
 /// ```
 /// let rt = runtime::Runtime::new().unwrap();
@@ -89,12 +97,9 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
             }
             let flag = this.flag;
             let ops = &mut this.ops;
-            executor::with_core_driver(|id, driver| {
+            context::with_core_driver(|id, driver| {
                 driver.reserve_sq(ops.len())?;
-                let last = ops.len().saturating_sub(1);
-                for (i, op) in ops.iter_mut().enumerate() {
-                    op.submit_on(id, driver, cx.waker(), (i < last).then_some(flag));
-                }
+                push_chain(id, driver, ops, cx.waker(), flag);
                 Ok::<(), io::Error>(())
             })?;
             this.submitted = true;
@@ -108,7 +113,7 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
                     // Nothing to do until the rest of the chain completes: let the next wait
                     // ask the kernel for all of it.
                     let left = this.ops.len() - this.outputs.len();
-                    executor::with_core_driver(|_, driver| driver.expect_batch(left));
+                    context::with_core_driver(|_, driver| driver.expect_batch(left));
                     return Poll::Pending;
                 }
             }
@@ -116,4 +121,44 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
         this.ops.clear();
         Poll::Ready(Ok(std::mem::take(&mut this.outputs)))
     }
+}
+
+/// Pushes the chain's SQEs back to back, each but the last with `flag`; `reserve_sq` made
+/// room for all of them.
+///
+/// If an op's `Prep` panics, the SQEs already pushed are taken back out of the SQ before the
+/// panic goes on, so the SQ is as if the chain had never been pushed (its last SQE would
+/// otherwise carry `IO_LINK` and pull the next SQE anyone pushes into the broken chain).
+/// Their ops' slots are completed with `ECANCELED`, as the kernel completes the rest of a
+/// chain that failed, and are freed when the ops are dropped; the op whose `Prep` panicked
+/// has already given its slot back.
+fn push_chain<T: Completable, S: Prep>(
+    id: context::CoreId,
+    driver: &mut Driver,
+    ops: &mut [Op<T, S>],
+    waker: &Waker,
+    flag: Flags,
+) {
+    let mark = driver.sq.tail();
+    let last = ops.len().saturating_sub(1);
+    let pushed = catch_unwind(AssertUnwindSafe(|| {
+        for (i, op) in ops.iter_mut().enumerate() {
+            op.submit_on(id, driver, waker, (i < last).then_some(flag));
+        }
+    }));
+    let Err(panic) = pushed else {
+        return;
+    };
+    // SAFETY: nothing entered the kernel since `mark`: the SQ had room for the whole chain,
+    // so no push submitted to make room, and only the driver (borrowed here by us alone)
+    // calls io_uring_enter.
+    let keys = unsafe { driver.sq.take_back(mark) };
+    for key in keys {
+        driver.counters.sqes -= 1;
+        driver.ops[key as usize] = Lifecycle::Completed {
+            res: -libc::ECANCELED,
+            flags: 0,
+        };
+    }
+    resume_unwind(panic)
 }

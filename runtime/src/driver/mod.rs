@@ -60,6 +60,95 @@ const SHUTDOWN_STALL: Duration = Duration::from_secs(10);
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
 
+/// What the loop does about an error of `io_uring_enter(2)` (see [`enter_error_kind`]).
+///
+/// Survived (the loop goes on):
+/// - `Retry`: nothing is wrong with the ring. `EINTR`: a signal interrupted the call before
+///   it did anything; `ETIME`: a wait's timeout expired.
+/// - `Busy`: the kernel is short of room or memory for now. `EBUSY`: the CQ and its overflow
+///   list are full; `EAGAIN`, `ENOMEM`, `ENOBUFS`: it could not allocate requests. Reaping
+///   completions frees both; SQEs it did not take stay queued for the next enter.
+///
+/// Fatal (the driver panics, naming the error and the ring's state): the ring cannot be used
+/// any more, or the driver called it wrongly, and retrying would spin forever. `EBADF`: the
+/// ring's fd is closed; `EBADFD`: the ring is in a state that takes no submissions;
+/// `EOPNOTSUPP`: the fd is not an io_uring; `ENXIO`: the ring is being torn down; `EFAULT`,
+/// `EINVAL`: the call's memory or arguments are wrong (a driver bug); `EEXIST`: entered from
+/// a thread other than the ring's single issuer (a runtime bug); `EOWNERDEAD`: the SQ thread
+/// died; and any error `io_uring_enter` is not documented to return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EnterError {
+    Retry,
+    Busy,
+    /// Why the ring is unusable.
+    Fatal(&'static str),
+}
+
+/// Classifies an `io_uring_enter(2)` error by its errno (see [`EnterError`]).
+fn enter_error_kind(errno: Option<i32>) -> EnterError {
+    use EnterError::{Busy, Fatal, Retry};
+    match errno {
+        Some(libc::EINTR | libc::ETIME) => Retry,
+        Some(libc::EBUSY | libc::EAGAIN | libc::ENOMEM | libc::ENOBUFS) => Busy,
+        Some(libc::EBADF) => Fatal("EBADF: the ring's fd is not open"),
+        Some(libc::EBADFD) => Fatal("EBADFD: the ring is in a state that takes no submissions"),
+        Some(libc::EOPNOTSUPP) => Fatal("EOPNOTSUPP: the ring's fd is not an io_uring"),
+        Some(libc::ENXIO) => Fatal("ENXIO: the ring is being torn down"),
+        Some(libc::EFAULT) => Fatal("EFAULT: the ring or the call's arguments are not mapped"),
+        Some(libc::EINVAL) => Fatal("EINVAL: the kernel rejected the call's flags or arguments"),
+        Some(libc::EEXIST) => Fatal("EEXIST: entered from a thread that is not the ring's issuer"),
+        Some(libc::EOWNERDEAD) => Fatal("EOWNERDEAD: the ring's SQ thread died"),
+        _ => Fatal("io_uring_enter is not documented to return this error"),
+    }
+}
+
+#[cfg(test)]
+mod enter_error_tests {
+    use super::{enter_error_kind, EnterError};
+
+    /// Each errno `io_uring_enter(2)` may return is survived or fatal, as documented.
+    #[test]
+    fn enter_errors_are_classified() {
+        for errno in [libc::EINTR, libc::ETIME] {
+            assert_eq!(
+                enter_error_kind(Some(errno)),
+                EnterError::Retry,
+                "errno {errno}"
+            );
+        }
+        for errno in [libc::EBUSY, libc::EAGAIN, libc::ENOMEM, libc::ENOBUFS] {
+            assert_eq!(
+                enter_error_kind(Some(errno)),
+                EnterError::Busy,
+                "errno {errno}"
+            );
+        }
+        for (errno, name) in [
+            (libc::EBADF, "EBADF"),
+            (libc::EBADFD, "EBADFD"),
+            (libc::EOPNOTSUPP, "EOPNOTSUPP"),
+            (libc::ENXIO, "ENXIO"),
+            (libc::EFAULT, "EFAULT"),
+            (libc::EINVAL, "EINVAL"),
+            (libc::EEXIST, "EEXIST"),
+            (libc::EOWNERDEAD, "EOWNERDEAD"),
+        ] {
+            match enter_error_kind(Some(errno)) {
+                EnterError::Fatal(why) => assert!(why.starts_with(name), "{name}: {why}"),
+                other => panic!("{name} is fatal, not {other:?}"),
+            }
+        }
+        // Undocumented errors, and errors without an errno, are fatal: retrying them could
+        // spin forever.
+        for errno in [Some(libc::EPERM), Some(libc::EIO), Some(9999), None] {
+            assert!(
+                matches!(enter_error_kind(errno), EnterError::Fatal(_)),
+                "{errno:?}"
+            );
+        }
+    }
+}
+
 /// Counters the driver keeps for [`crate::Stats`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DriverCounters {
@@ -156,31 +245,39 @@ impl Driver {
     }
 
     /// Submits what the SQ holds without waiting, reaping first when the kernel says busy.
+    ///
+    /// Errors of `io_uring_enter(2)` (see [`EnterError`]): `Retry` ones are retried at once;
+    /// `Busy` ones (no room or memory in the kernel for now) are answered by reaping, then
+    /// the submit is retried until the SQ is empty; `Fatal` ones panic.
     fn submit_now(&mut self) {
         loop {
             self.counters.enters += 1;
-            match self.ring.submit() {
-                Ok(_) => return,
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EBUSY) | Some(libc::EAGAIN) => {
-                        // The CQ (or the kernel's overflow list) is full: make room.
-                        self.enter_getevents(0);
-                        self.reap();
-                        if self.ring.submission().is_empty() {
-                            return;
-                        }
+            let Err(e) = self.ring.submit() else {
+                return;
+            };
+            match enter_error_kind(e.raw_os_error()) {
+                EnterError::Retry => continue,
+                EnterError::Busy => {
+                    // The CQ (or the kernel's overflow list) is full, or the kernel is short
+                    // of memory: reaping makes room and lets it free requests.
+                    self.enter_getevents(0);
+                    self.reap(Waker::wake);
+                    if self.ring.submission().is_empty() {
+                        return;
                     }
-                    _ => panic!(
-                        "io_uring_enter (submit of {} SQEs) failed: {e}",
-                        self.ring.submission().len()
-                    ),
-                },
+                }
+                EnterError::Fatal(why) => {
+                    let queued = self.ring.submission().len();
+                    self.enter_failed(&format!("submit of {queued} SQEs"), &e, why)
+                }
             }
         }
     }
 
     /// Submits and runs deferred completion work without waiting (`GETEVENTS`, min 0).
+    ///
+    /// `Retry` and `Busy` errors of `io_uring_enter(2)` (see [`EnterError`]) are ignored:
+    /// the SQEs stay queued and the caller's loop enters again; `Fatal` ones panic.
     fn enter_getevents(&mut self, to_submit: u32) {
         self.counters.enters += 1;
         // SAFETY: no argument pointer is passed; the flags are valid for io_uring_enter.
@@ -193,15 +290,19 @@ impl Driver {
             )
         };
         if let Err(e) = res {
-            match e.raw_os_error() {
-                Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME) => {}
-                _ => panic!("io_uring_enter(GETEVENTS) failed: {e}"),
+            if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
+                self.enter_failed(&format!("GETEVENTS, submitting {to_submit}"), &e, why);
             }
         }
     }
 
     /// Hands queued SQEs to the kernel. With `wait`, sleeps until a CQE or `timeout`;
     /// without, only enters the kernel if there is something to submit or to collect.
+    ///
+    /// `Retry` and `Busy` errors of `io_uring_enter(2)` (see [`EnterError`]) end the park
+    /// early: the loop reaps what is there and parks again, and SQEs the kernel did not take
+    /// stay queued for that next enter. `Fatal` ones panic: the core cannot go on without
+    /// its ring.
     pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
         if !wait || timeout == Some(Duration::ZERO) {
             self.batch_hint = 0;
@@ -236,16 +337,32 @@ impl Driver {
                 .submit_with_args(wait_nr, &args.timespec(&ts)),
         };
         if let Err(e) = res {
-            match e.raw_os_error() {
-                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
-                _ => panic!("io_uring_enter (wait) failed: {e}"),
+            if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
+                let call = format!("wait for {wait_nr} CQEs, timeout {timeout:?}");
+                self.enter_failed(&call, &e, why);
             }
         }
     }
 
+    /// Panics for an `io_uring_enter(2)` error the ring cannot survive, naming the call, the
+    /// error and the ring's state.
+    #[cold]
+    #[inline(never)]
+    fn enter_failed(&mut self, call: &str, e: &io::Error, why: &str) -> ! {
+        let queued = self.ring.submission().len();
+        panic!(
+            "io_uring_enter ({call}) failed: {e}; {why}, so this core cannot go on \
+             (ring fd {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
+            self.ring_fd(),
+            self.in_flight(),
+            self.shutting_down,
+            self.flags,
+        )
+    }
+
     /// Moves every ready CQE into its slot, in one pass, until the CQ and the kernel's
     /// overflow list are empty. Returns how many were reaped.
-    pub(crate) fn reap(&mut self) -> usize {
+    pub(crate) fn reap(&mut self, mut wake: impl FnMut(Waker)) -> usize {
         let mut n = 0;
         loop {
             // Hot path: one acquire of the CQ tail, one release of its head.
@@ -254,7 +371,14 @@ impl Driver {
                 let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
                 // Hot path first: an op's CQE (its slot key, far below the driver's tokens).
                 if ud < MSG_SRC_FLOOR {
-                    complete_op(&mut self.ops, &mut self.dead, ud as usize, res, flags);
+                    complete_op(
+                        &mut self.ops,
+                        &mut self.dead,
+                        ud as usize,
+                        res,
+                        flags,
+                        &mut wake,
+                    );
                     continue;
                 }
                 match ud {
@@ -360,9 +484,7 @@ impl Driver {
     ) -> usize {
         // Hot path: the slot is written in place, then the SQE is made and written straight
         // into the ring with its `user_data` (see sq.rs).
-        let key = self
-            .ops
-            .insert_with(|| Lifecycle::Waiting(crate::executor::clone_waker(waker)));
+        let key = self.ops.insert_with(|| Lifecycle::Waiting(waker.clone()));
         self.counters.sqes += 1;
         if self.sq.is_full() {
             self.make_room();
@@ -409,7 +531,7 @@ impl Driver {
                 Poll::Pending
             }
             Lifecycle::Completed { res, flags } => {
-                if !crate::executor::coop::try_spend(cx) {
+                if !crate::context::coop::try_spend(cx) {
                     // Out of budget: the task was woken and yields; the CQE stays here.
                     return Poll::Pending;
                 }
@@ -431,7 +553,7 @@ impl Driver {
             panic!("multishot op polled in state {:?}", self.ops[key])
         };
         let op::MultiSlot { waker, queue, .. } = &mut **m;
-        if !queue.is_empty() && !crate::executor::coop::try_spend(cx) {
+        if !queue.is_empty() && !crate::context::coop::try_spend(cx) {
             // Out of budget: the task was woken and yields; the CQEs stay queued.
             return Poll::Pending;
         }
@@ -572,7 +694,7 @@ impl Driver {
             return true;
         }
         self.park(true, Some(Duration::from_millis(50)));
-        self.reap();
+        self.reap(Waker::wake);
         let now = (self.in_flight(), self.wake_armed);
         if now != (last_n, last_armed) {
             self.shutdown_progress = (now.0, now.1, Instant::now());
@@ -610,6 +732,7 @@ fn complete_op(
     key: usize,
     res: i32,
     flags: u32,
+    wake: &mut impl FnMut(Waker),
 ) {
     let Some(slot) = ops.get_mut(key) else {
         panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
@@ -625,7 +748,7 @@ fn complete_op(
         unsafe { std::ptr::write(slot, Lifecycle::Completed { res, flags }) };
         // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
         // so they are woken in the same pass.
-        crate::executor::wake_waker(w);
+        wake(w);
         return;
     }
     match slot.complete(res, flags) {

@@ -25,7 +25,7 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::{cqueue, squeue};
 
-use crate::executor;
+use crate::context;
 
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
@@ -216,7 +216,7 @@ enum State<T> {
     Submitted {
         data: T,
         key: usize,
-        core: executor::CoreId,
+        core: context::CoreId,
     },
     /// A multishot op's final CQE was yielded: the kernel is done with the data.
     Finished(T),
@@ -277,7 +277,7 @@ pub struct Op<T: Completable, S: Prep = squeue::Entry> {
     data: Option<T>,
     /// The slot key once submitted, else `NOT_SUBMITTED`.
     key: usize,
-    core: Option<executor::CoreId>,
+    core: Option<context::CoreId>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -357,7 +357,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
     #[inline(always)]
     pub(crate) fn submit_on(
         &mut self,
-        id: executor::CoreId,
+        id: context::CoreId,
         driver: &mut super::Driver,
         waker: &Waker,
         link: Option<squeue::Flags>,
@@ -391,13 +391,13 @@ impl<T: Completable, S: Prep> Future for Op<T, S> {
                 polled_after_completion();
             }
             // SAFETY: the reference is used within this poll only.
-            let (id, driver) = unsafe { executor::current_driver() };
+            let (id, driver) = unsafe { context::current_driver() };
             // The first poll submits with the waker in place: the CQE cannot be there yet.
             this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), None);
             return Poll::Pending;
         }
         // SAFETY: as above.
-        let (id, driver) = unsafe { executor::current_driver() };
+        let (id, driver) = unsafe { context::current_driver() };
         if this.core != Some(id) {
             polled_on_other_core();
         }
@@ -441,8 +441,8 @@ impl<T: Completable, S: Prep> Op<T, S> {
             return;
         };
         let key = self.key;
-        if self.core.is_some() && executor::current_core_id() == self.core {
-            executor::with_driver_freeing(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
+        if self.core.is_some() && context::current_core_id() == self.core {
+            context::with_driver_freeing(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
         } else {
             // Dropped off its core (or after its runtime shut down without reaping it,
             // which shutdown never does): the kernel may still own the data, so it is
@@ -532,11 +532,11 @@ impl<T: 'static> MultiOp<T> {
 
     /// Polls for the next CQE; `None` once the final one was yielded.
     pub fn poll_next_cqe(&mut self, cx: &mut Context<'_>) -> Poll<Option<Cqe>> {
-        let core = executor::current_core_id()
+        let core = context::current_core_id()
             .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
-                let key = executor::with_driver(|d| d.submit_multi(sqe.clone()));
+                let key = context::with_driver(|d| d.submit_multi(sqe.clone()));
                 let State::Unsubmitted { data, .. } =
                     std::mem::replace(&mut self.state, State::Done)
                 else {
@@ -555,7 +555,7 @@ impl<T: 'static> MultiOp<T> {
         };
         let key = *key;
         // The poll budget is checked (and spent) only once a CQE is there.
-        match executor::with_driver(|d| d.poll_multi(key, cx)) {
+        match context::with_driver(|d| d.poll_multi(key, cx)) {
             Poll::Ready(cqe) => {
                 if !cqe.more() {
                     if let State::Submitted { data, .. } =
@@ -574,9 +574,9 @@ impl<T: 'static> MultiOp<T> {
     /// are still yielded by `poll_next_cqe`.
     pub fn cancel(&mut self) {
         if let State::Submitted { key, core, .. } = &self.state {
-            if executor::current_core_id() == Some(*core) {
+            if context::current_core_id() == Some(*core) {
                 let key = *key;
-                executor::with_driver(|d| d.cancel(key));
+                context::with_driver(|d| d.cancel(key));
             }
         }
     }
@@ -590,9 +590,9 @@ impl<T: 'static> Drop for MultiOp<T> {
             else {
                 unreachable!()
             };
-            if executor::current_core_id() == Some(core) {
+            if context::current_core_id() == Some(core) {
                 let data = (self.late)(data);
-                executor::with_driver_freeing(|d| d.drop_multi(key, data));
+                context::with_driver_freeing(|d| d.drop_multi(key, data));
             } else {
                 std::mem::forget(data);
             }

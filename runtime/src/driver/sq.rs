@@ -9,7 +9,8 @@
 //!
 //! # Invariant
 //! Only the core's thread pushes (the driver is `!Send` through the ring it owns), and every
-//! push goes through [`Sq::push`], which publishes the new tail at once (a release store):
+//! push goes through [`Sq::push`], which publishes the new tail at once (a release store;
+//! only [`Sq::take_back`] moves it back, over SQEs the kernel has not seen yet):
 //! the io-uring crate's own view of the SQ (its length, flags) reads the same tail and head,
 //! so the two never disagree. (A `SubmissionQueue` of the crate stores back the tail it read
 //! when dropped, so the driver never holds one across a push.) The crate sets up the SQ array as the identity mapping, so the
@@ -189,6 +190,49 @@ impl Sq {
                 .store(tail.wrapping_add(1), Ordering::Release);
         }
     }
+
+    /// The ring position the next push writes to: a mark for [`Sq::take_back`].
+    #[inline]
+    pub(crate) fn tail(&self) -> u32 {
+        // SAFETY: the tail word stays mapped while `self` lives, and only we move it.
+        unsafe { self.tail.as_ref().load(Ordering::Relaxed) }
+    }
+
+    /// Takes back every SQE pushed since [`Sq::tail`] returned `mark`, as if none had been
+    /// pushed, and returns their `user_data` in push order. The slots they were written to
+    /// are no longer covered by the tail, so the kernel never reads them; the next pushes
+    /// overwrite them.
+    ///
+    /// # Safety
+    /// No `io_uring_enter(2)` has run on this ring since `mark` was read. The kernel reads
+    /// SQEs (and the tail) only inside `io_uring_enter` (the driver never sets up an SQPOLL
+    /// thread), so it has seen none of them and moving the tail back hides them from it.
+    pub(crate) unsafe fn take_back(&mut self, mark: u32) -> Vec<u64> {
+        // SAFETY: both words stay mapped while `self` lives; the tail is ours.
+        let (head, tail) = unsafe {
+            (
+                self.head.as_ref().load(Ordering::Acquire),
+                self.tail.as_ref().load(Ordering::Relaxed),
+            )
+        };
+        let n = tail.wrapping_sub(mark);
+        assert!(
+            n <= tail.wrapping_sub(head),
+            "taking back {n} SQEs of which the kernel consumed some (head {head}, tail {tail})"
+        );
+        let user_data = (0..n)
+            .map(|i| {
+                let slot = (mark.wrapping_add(i) & self.mask) as usize;
+                // SAFETY: `slot` is inside the SQE mapping and holds an SQE `push` wrote
+                // since `mark`, which the kernel does not touch (it has not consumed it).
+                unsafe { (*self.sqes.as_ptr().add(slot)).get_user_data() }
+            })
+            .collect();
+        // SAFETY: as above; the kernel reads the tail only inside io_uring_enter (the
+        // caller's contract), where it then finds the SQ as it was at `mark`.
+        unsafe { self.tail.as_ref().store(mark, Ordering::Release) };
+        user_data
+    }
 }
 
 #[cfg(test)]
@@ -218,5 +262,33 @@ mod tests {
             let want: Vec<u64> = (0..8).map(|i| round * 100 + i).collect();
             assert_eq!(got, want);
         }
+    }
+
+    /// SQEs taken back never reach the kernel, and the SQ's view (the crate's too) is as
+    /// before they were pushed.
+    #[test]
+    fn taken_back_sqes_never_reach_the_kernel() {
+        let mut ring = IoUring::new(8).expect("io_uring setup");
+        let mut sq = Sq::new(&ring).expect("SQ mapping");
+        let nop = |ud: u64| opcode::Nop::new().build().user_data(ud);
+        // SAFETY: not full (at most 5 of 8 pushed here); a NOP points at no memory.
+        unsafe { sq.push(nop(1)) };
+        let mark = sq.tail();
+        for ud in [2, 3, 4] {
+            // SAFETY: as above.
+            unsafe { sq.push(nop(ud).flags(squeue::Flags::IO_LINK)) };
+        }
+        // SAFETY: nothing entered the kernel since `mark`.
+        assert_eq!(unsafe { sq.take_back(mark) }, vec![2, 3, 4]);
+        assert_eq!(sq.tail(), mark);
+        assert_eq!(ring.submission().len(), 1);
+        // SAFETY: as above.
+        unsafe { sq.push(nop(5)) };
+        assert_eq!(ring.submit_and_wait(2).expect("submit"), 2);
+        let got: Vec<(u64, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        assert_eq!(got, vec![(1, 0), (5, 0)]);
     }
 }

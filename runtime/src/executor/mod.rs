@@ -16,7 +16,6 @@
 //! `block_on` (or the runtime's shutdown) is on the stack; ops, timers and spawns reach
 //! their core through it.
 
-pub(crate) mod coop;
 mod join;
 mod shared;
 mod task;
@@ -33,11 +32,11 @@ use std::{io, ptr};
 
 use slab::Slab;
 
+use crate::context::{self, coop, CoreContext};
 use crate::driver::{Driver, RingFlags};
 use crate::time::Timers;
 pub use join::{JoinError, JoinHandle};
 pub(crate) use shared::{CoreSet, Shared};
-pub(crate) use task::{clone_waker, wake as wake_waker};
 use task::{LocalQueue, RawTask};
 
 /// Tasks run per loop iteration before the ring is served again.
@@ -47,21 +46,17 @@ pub(crate) const TASKS_PER_TICK: usize = 128;
 /// before it sleeps in the kernel (only then: an idle core never spins).
 const SPIN_AFTER_REMOTE_WAKE: std::time::Duration = std::time::Duration::from_micros(20);
 
-/// Identifies one core (one ring and its loop) for the life of the process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CoreId(u64);
-
 /// One core: its ring, its queues, its timers. Lives on its thread only.
 pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
-    /// `shared.id`, kept here so the op hot path reads it without going through the `Arc`.
-    id: CoreId,
+    /// What ops, timers and buffer rings reach through the thread's context: the id
+    /// (`shared.id`, kept here so the op hot path reads it without going through the
+    /// `Arc`), the driver and the timers.
+    pub(crate) ctx: CoreContext,
     /// Every core of this core's runtime, for `spawn_on`.
     pub(crate) set: Arc<CoreSet>,
-    pub(crate) driver: RefCell<Driver>,
     queue: LocalQueue,
     owned: RefCell<Slab<RawTask>>,
-    pub(crate) timers: RefCell<Timers>,
     tasks_polled: Cell<u64>,
     spare_wakers: RefCell<Vec<Waker>>,
 }
@@ -85,74 +80,6 @@ fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
 /// Runs `f` on the current core (for `runtime::stats()`); `None` outside a runtime.
 pub(crate) fn with_current_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
     with_core(f)
-}
-
-/// The current core's id, or `None` outside a runtime.
-pub(crate) fn current_core_id() -> Option<CoreId> {
-    with_core(|c| c.id)
-}
-
-/// Runs `f` with the current core's driver.
-///
-/// # Panics
-/// Outside a runtime, or re-entered from inside the driver (a broken invariant).
-pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    with_core(|c| f(&mut c.driver.borrow_mut()))
-        .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
-}
-
-/// Runs `f` with the current core's driver, then drops the data of ops that finished
-/// meanwhile, outside the borrow (for op drops).
-pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    let (r, dead) = with_driver(|d| {
-        let r = f(d);
-        (r, d.take_dead())
-    });
-    drop(dead);
-    r
-}
-
-/// Runs `f` with the current core's id and driver (a chain's submission and polls).
-///
-/// # Panics
-/// Outside a runtime.
-#[inline]
-pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R {
-    // SAFETY: the reference is used only within this call.
-    let (id, driver) = unsafe { current_driver() };
-    f(id, &mut driver.borrow_mut())
-}
-
-/// The current core's id and driver, for the op futures' hot path (no closure for the
-/// inliner to weigh: an op's poll then flattens into its task's).
-///
-/// # Panics
-/// Outside a runtime.
-///
-/// # Safety
-/// The reference must not be kept past the caller's scope: the core lives only while its
-/// loop has CONTEXT set (module invariant), which outlasts any one poll on this thread.
-#[inline(always)]
-pub(crate) unsafe fn current_driver<'a>() -> (CoreId, &'a RefCell<Driver>) {
-    let p = CONTEXT.with(Cell::get);
-    if p.is_null() {
-        outside_runtime();
-    }
-    // SAFETY: non-null, so a live, entered core (module invariant); the caller bounds the
-    // reference's use.
-    let core = unsafe { &*p };
-    (core.id, &core.driver)
-}
-
-#[cold]
-#[inline(never)]
-fn outside_runtime() -> ! {
-    panic!("an io_uring op was polled outside of a runtime")
-}
-
-/// Runs `f` with the current core's timers; `None` outside a runtime.
-pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
-    with_core(|c| f(&mut c.timers.borrow_mut(), c.id))
 }
 
 /// Runs `f` with the current core if it is `owner`'s: this thread runs that core's loop (a
@@ -341,7 +268,7 @@ fn msg_ring_wake(target: &Shared) -> bool {
             return false;
         }
         // A wake from inside the driver (while it reaps) takes the eventfd path.
-        match c.driver.try_borrow_mut() {
+        match c.ctx.driver.try_borrow_mut() {
             Ok(mut d) => d.msg_ring(fd, target.index),
             Err(_) => false,
         }
@@ -398,22 +325,26 @@ impl Wake for MainWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::Release);
-        if current_core_id() != Some(self.shared.id) {
+        if context::current_core_id() != Some(self.shared.id) {
             self.shared.remote_wakes.fetch_add(1, Ordering::Relaxed);
             self.shared.notify();
         }
     }
 }
 
-/// Sets CONTEXT for a scope.
+/// Sets CONTEXT, and the thread's core context (`context::Enter`), for a scope.
 struct Enter {
     prev: *const Core,
+    _ctx: context::Enter,
 }
 
 impl Enter {
     fn new(core: &Core) -> Enter {
         let prev = CONTEXT.with(|c| c.replace(core));
-        Enter { prev }
+        Enter {
+            prev,
+            _ctx: context::Enter::new(&core.ctx),
+        }
     }
 }
 
@@ -437,13 +368,15 @@ impl Core {
         let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
-            id: shared.id,
+            ctx: CoreContext {
+                id: shared.id,
+                driver: RefCell::new(driver),
+                timers: RefCell::new(Timers::default()),
+            },
             shared,
             set,
-            driver: RefCell::new(driver),
             queue: LocalQueue::new(),
             owned: RefCell::new(Slab::with_capacity(256)),
-            timers: RefCell::new(Timers::default()),
             tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
         })
@@ -502,7 +435,7 @@ impl Core {
                 if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
                     // Hand the kernel what the last poll queued (a MSG_RING wake of another
                     // core, say) before this thread stops entering it.
-                    self.driver.borrow_mut().park(false, None);
+                    self.ctx.driver.borrow_mut().park(false, None);
                     return v;
                 }
             }
@@ -531,7 +464,7 @@ impl Core {
         }
 
         let mut wakers = std::mem::take(&mut *self.spare_wakers.borrow_mut());
-        let deadline = self.timers.borrow_mut().fire(&mut wakers);
+        let deadline = self.ctx.timers.borrow_mut().fire(&mut wakers);
         for w in wakers.drain(..) {
             w.wake();
         }
@@ -545,7 +478,7 @@ impl Core {
             // cross-core conversation). Hand the kernel what is queued (a wake of that peer,
             // say), then watch the wake flag a few microseconds before sleeping, so neither
             // side pays the cost of waking a sleeping CPU on every message.
-            self.driver.borrow_mut().park(false, None);
+            self.ctx.driver.borrow_mut().park(false, None);
             let start = Instant::now();
             while start.elapsed() < SPIN_AFTER_REMOTE_WAKE {
                 if self.shared.notified.load(Ordering::Acquire)
@@ -558,11 +491,11 @@ impl Core {
             }
         }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let mut driver = self.driver.borrow_mut();
+        let mut driver = self.ctx.driver.borrow_mut();
         driver.park(!ready, timeout);
 
         // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
-        driver.reap();
+        driver.reap(task::wake);
         let dead = driver.take_dead();
         let failed = driver.take_failed_msg_rings();
         drop(driver);
@@ -622,11 +555,11 @@ impl Core {
             drop(run);
             list.shutdown();
         }
-        let timers = std::mem::take(&mut *self.timers.borrow_mut());
+        let timers = std::mem::take(&mut *self.ctx.timers.borrow_mut());
         drop(timers);
-        self.driver.borrow_mut().shutdown_start();
+        self.ctx.driver.borrow_mut().shutdown_start();
         loop {
-            let mut driver = self.driver.borrow_mut();
+            let mut driver = self.ctx.driver.borrow_mut();
             let done = driver.shutdown_step();
             let dead = driver.take_dead();
             drop(driver);

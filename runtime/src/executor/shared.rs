@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use futures::task::AtomicWaker;
 
 use super::task::RawTask;
-use super::CoreId;
+use crate::context::CoreId;
 
 /// The part of a core other threads reach.
 pub(crate) struct Shared {
@@ -56,7 +56,6 @@ pub(crate) struct Drained {
 
 impl Shared {
     pub(crate) fn new(index: usize) -> io::Result<Shared> {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
         // SAFETY: eventfd takes no pointers; the result is checked below.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
@@ -66,7 +65,7 @@ impl Shared {
             ));
         }
         Ok(Shared {
-            id: CoreId(NEXT.fetch_add(1, Ordering::Relaxed)),
+            id: CoreId::next(),
             index,
             remote: Mutex::new(Remote::default()),
             notified: AtomicBool::new(false),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use slab::Slab;
 
-use crate::executor::{self, CoreId};
+use crate::context::{self, CoreId};
 
 /// Stale heap entries tolerated before a compaction, at least.
 const COMPACT_FLOOR: usize = 1024;
@@ -174,7 +174,7 @@ impl Sleep {
 
     fn unregister(&mut self) {
         if let Some((key, core)) = self.entry.take() {
-            executor::with_timers(|t, id| {
+            context::with_timers(|t, id| {
                 if id == core {
                     t.remove(key);
                 }
@@ -194,7 +194,7 @@ impl Future for Sleep {
         }
         let deadline = this.deadline;
         let entry = &mut this.entry;
-        executor::with_timers(|t, id| match entry {
+        context::with_timers(|t, id| match entry {
             Some((key, core)) if *core == id => match t.waker_mut(*key) {
                 Some(w) => {
                     if !w.will_wake(cx.waker()) {

@@ -46,7 +46,7 @@ use std::cell::Cell as StdCell;
 
 pub(crate) use queue::LocalQueue;
 pub(crate) use raw::{Header, RawTask, NOT_OWNED};
-pub(crate) use waker::{clone_waker, wake};
+pub(crate) use waker::wake;
 
 thread_local! {
     /// The task this thread is polling whose poll reference is still unclaimed (null when

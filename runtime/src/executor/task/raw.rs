@@ -16,8 +16,9 @@ use futures::task::AtomicWaker;
 use super::state::{RefDec, RemoteWake, State};
 use super::waker::raw_waker;
 use super::{take_poll_ref, POLL_REF};
+use crate::context::coop;
 use crate::executor::join::JoinError;
-use crate::executor::{coop, Core, Shared};
+use crate::executor::{Core, Shared};
 
 /// Marks a task that is not (or no longer) in its core's task list.
 pub(crate) const NOT_OWNED: usize = usize::MAX;

@@ -1,5 +1,5 @@
-//! The task waker: its vtable, and the wake and clone that the reap and submit paths call
-//! directly (a vtable compare, then inlined code) when the waker is one of ours.
+//! The task waker: its vtable, and the wake that the loop hands the driver's reap (a vtable
+//! compare, then inlined code when the waker is one of ours).
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -21,17 +21,6 @@ pub(crate) fn wake(w: Waker) {
         unsafe { waker_wake(w.data()) };
     } else {
         w.wake();
-    }
-}
-
-/// Clones a waker, inlining the clone of our task wakers (the op submit path).
-#[inline(always)]
-pub(crate) fn clone_waker(w: &Waker) -> Waker {
-    if std::ptr::eq(w.vtable(), &WAKER_VTABLE) {
-        // SAFETY: as for `wake`: `waker_clone` takes a new reference to the header.
-        unsafe { Waker::from_raw(waker_clone(w.data())) }
-    } else {
-        w.clone()
     }
 }
 
