@@ -17,7 +17,7 @@
 //! submission of everything queued before it (SQEs go in order, `SUBMIT_ALL`), so the
 //! kernel has run the cancel (inline, at submission) before the key can name another op.
 
-mod link;
+mod enter;
 pub mod op;
 pub mod ops;
 mod setup;
@@ -26,15 +26,13 @@ mod sq;
 
 use std::io;
 use std::os::fd::RawFd;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-pub use link::Link;
-use op::{close_raw, Lifecycle, Transition};
-pub use op::{Completable, Cqe, MultiOp, Op, Prep, Release};
+use op::{complete_op, Lifecycle};
+pub use op::{Completable, Cqe, Link, MultiOp, Op, Prep, Release};
 pub use setup::RingFlags;
 use slots::Slots;
 
@@ -59,95 +57,6 @@ const SHUTDOWN_STALL: Duration = Duration::from_secs(10);
 /// How long a wait for a batch (see `Driver::expect_batch`) holds out for the whole batch
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
-
-/// What the loop does about an error of `io_uring_enter(2)` (see [`enter_error_kind`]).
-///
-/// Survived (the loop goes on):
-/// - `Retry`: nothing is wrong with the ring. `EINTR`: a signal interrupted the call before
-///   it did anything; `ETIME`: a wait's timeout expired.
-/// - `Busy`: the kernel is short of room or memory for now. `EBUSY`: the CQ and its overflow
-///   list are full; `EAGAIN`, `ENOMEM`, `ENOBUFS`: it could not allocate requests. Reaping
-///   completions frees both; SQEs it did not take stay queued for the next enter.
-///
-/// Fatal (the driver panics, naming the error and the ring's state): the ring cannot be used
-/// any more, or the driver called it wrongly, and retrying would spin forever. `EBADF`: the
-/// ring's fd is closed; `EBADFD`: the ring is in a state that takes no submissions;
-/// `EOPNOTSUPP`: the fd is not an io_uring; `ENXIO`: the ring is being torn down; `EFAULT`,
-/// `EINVAL`: the call's memory or arguments are wrong (a driver bug); `EEXIST`: entered from
-/// a thread other than the ring's single issuer (a runtime bug); `EOWNERDEAD`: the SQ thread
-/// died; and any error `io_uring_enter` is not documented to return.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EnterError {
-    Retry,
-    Busy,
-    /// Why the ring is unusable.
-    Fatal(&'static str),
-}
-
-/// Classifies an `io_uring_enter(2)` error by its errno (see [`EnterError`]).
-fn enter_error_kind(errno: Option<i32>) -> EnterError {
-    use EnterError::{Busy, Fatal, Retry};
-    match errno {
-        Some(libc::EINTR | libc::ETIME) => Retry,
-        Some(libc::EBUSY | libc::EAGAIN | libc::ENOMEM | libc::ENOBUFS) => Busy,
-        Some(libc::EBADF) => Fatal("EBADF: the ring's fd is not open"),
-        Some(libc::EBADFD) => Fatal("EBADFD: the ring is in a state that takes no submissions"),
-        Some(libc::EOPNOTSUPP) => Fatal("EOPNOTSUPP: the ring's fd is not an io_uring"),
-        Some(libc::ENXIO) => Fatal("ENXIO: the ring is being torn down"),
-        Some(libc::EFAULT) => Fatal("EFAULT: the ring or the call's arguments are not mapped"),
-        Some(libc::EINVAL) => Fatal("EINVAL: the kernel rejected the call's flags or arguments"),
-        Some(libc::EEXIST) => Fatal("EEXIST: entered from a thread that is not the ring's issuer"),
-        Some(libc::EOWNERDEAD) => Fatal("EOWNERDEAD: the ring's SQ thread died"),
-        _ => Fatal("io_uring_enter is not documented to return this error"),
-    }
-}
-
-#[cfg(test)]
-mod enter_error_tests {
-    use super::{enter_error_kind, EnterError};
-
-    /// Each errno `io_uring_enter(2)` may return is survived or fatal, as documented.
-    #[test]
-    fn enter_errors_are_classified() {
-        for errno in [libc::EINTR, libc::ETIME] {
-            assert_eq!(
-                enter_error_kind(Some(errno)),
-                EnterError::Retry,
-                "errno {errno}"
-            );
-        }
-        for errno in [libc::EBUSY, libc::EAGAIN, libc::ENOMEM, libc::ENOBUFS] {
-            assert_eq!(
-                enter_error_kind(Some(errno)),
-                EnterError::Busy,
-                "errno {errno}"
-            );
-        }
-        for (errno, name) in [
-            (libc::EBADF, "EBADF"),
-            (libc::EBADFD, "EBADFD"),
-            (libc::EOPNOTSUPP, "EOPNOTSUPP"),
-            (libc::ENXIO, "ENXIO"),
-            (libc::EFAULT, "EFAULT"),
-            (libc::EINVAL, "EINVAL"),
-            (libc::EEXIST, "EEXIST"),
-            (libc::EOWNERDEAD, "EOWNERDEAD"),
-        ] {
-            match enter_error_kind(Some(errno)) {
-                EnterError::Fatal(why) => assert!(why.starts_with(name), "{name}: {why}"),
-                other => panic!("{name} is fatal, not {other:?}"),
-            }
-        }
-        // Undocumented errors, and errors without an errno, are fatal: retrying them could
-        // spin forever.
-        for errno in [Some(libc::EPERM), Some(libc::EIO), Some(9999), None] {
-            assert!(
-                matches!(enter_error_kind(errno), EnterError::Fatal(_)),
-                "{errno:?}"
-            );
-        }
-    }
-}
 
 /// Counters the driver keeps for [`crate::Stats`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -242,122 +151,6 @@ impl Driver {
         while self.sq.is_full() {
             self.submit_now();
         }
-    }
-
-    /// Submits what the SQ holds without waiting, reaping first when the kernel says busy.
-    ///
-    /// Errors of `io_uring_enter(2)` (see [`EnterError`]): `Retry` ones are retried at once;
-    /// `Busy` ones (no room or memory in the kernel for now) are answered by reaping, then
-    /// the submit is retried until the SQ is empty; `Fatal` ones panic.
-    fn submit_now(&mut self) {
-        loop {
-            self.counters.enters += 1;
-            let Err(e) = self.ring.submit() else {
-                return;
-            };
-            match enter_error_kind(e.raw_os_error()) {
-                EnterError::Retry => continue,
-                EnterError::Busy => {
-                    // The CQ (or the kernel's overflow list) is full, or the kernel is short
-                    // of memory: reaping makes room and lets it free requests.
-                    self.enter_getevents(0);
-                    self.reap(Waker::wake);
-                    if self.ring.submission().is_empty() {
-                        return;
-                    }
-                }
-                EnterError::Fatal(why) => {
-                    let queued = self.ring.submission().len();
-                    self.enter_failed(&format!("submit of {queued} SQEs"), &e, why)
-                }
-            }
-        }
-    }
-
-    /// Submits and runs deferred completion work without waiting (`GETEVENTS`, min 0).
-    ///
-    /// `Retry` and `Busy` errors of `io_uring_enter(2)` (see [`EnterError`]) are ignored:
-    /// the SQEs stay queued and the caller's loop enters again; `Fatal` ones panic.
-    fn enter_getevents(&mut self, to_submit: u32) {
-        self.counters.enters += 1;
-        // SAFETY: no argument pointer is passed; the flags are valid for io_uring_enter.
-        let res = unsafe {
-            self.ring.submitter().enter::<libc::sigset_t>(
-                to_submit,
-                0,
-                IORING_ENTER_GETEVENTS,
-                None,
-            )
-        };
-        if let Err(e) = res {
-            if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
-                self.enter_failed(&format!("GETEVENTS, submitting {to_submit}"), &e, why);
-            }
-        }
-    }
-
-    /// Hands queued SQEs to the kernel. With `wait`, sleeps until a CQE or `timeout`;
-    /// without, only enters the kernel if there is something to submit or to collect.
-    ///
-    /// `Retry` and `Busy` errors of `io_uring_enter(2)` (see [`EnterError`]) end the park
-    /// early: the loop reaps what is there and parks again, and SQEs the kernel did not take
-    /// stay queued for that next enter. `Fatal` ones panic: the core cannot go on without
-    /// its ring.
-    pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
-        if !wait || timeout == Some(Duration::ZERO) {
-            self.batch_hint = 0;
-            let sq = self.ring.submission();
-            let pending = sq.len() as u32;
-            if pending == 0 && !sq.taskrun() && !sq.cq_overflow() {
-                return;
-            }
-            drop(sq);
-            self.enter_getevents(pending);
-            return;
-        }
-        self.counters.enters += 1;
-        let want = std::mem::take(&mut self.batch_hint).min(self.ops.len());
-        // A task waiting for a batch (a linked chain) has the wait ask for all of it, so the
-        // kernel runs the chain's deferred work in this one enter, but for at most
-        // `BATCH_WAIT_US` before it returns with whatever arrived.
-        let batch = want > 1 && self.min_timeout_ok;
-        let args = types::SubmitArgs::new();
-        let args = if batch {
-            args.min_wait_usec(BATCH_WAIT_US)
-        } else {
-            args
-        };
-        let wait_nr = if batch { want } else { 1 };
-        let res = match timeout.map(types::Timespec::from) {
-            None if !batch => self.ring.submit_and_wait(1),
-            None => self.ring.submitter().submit_with_args(wait_nr, &args),
-            Some(ts) => self
-                .ring
-                .submitter()
-                .submit_with_args(wait_nr, &args.timespec(&ts)),
-        };
-        if let Err(e) = res {
-            if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
-                let call = format!("wait for {wait_nr} CQEs, timeout {timeout:?}");
-                self.enter_failed(&call, &e, why);
-            }
-        }
-    }
-
-    /// Panics for an `io_uring_enter(2)` error the ring cannot survive, naming the call, the
-    /// error and the ring's state.
-    #[cold]
-    #[inline(never)]
-    fn enter_failed(&mut self, call: &str, e: &io::Error, why: &str) -> ! {
-        let queued = self.ring.submission().len();
-        panic!(
-            "io_uring_enter ({call}) failed: {e}; {why}, so this core cannot go on \
-             (ring fd {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
-            self.ring_fd(),
-            self.in_flight(),
-            self.shutting_down,
-            self.flags,
-        )
     }
 
     /// Moves every ready CQE into its slot, in one pass, until the CQ and the kernel's
@@ -474,145 +267,6 @@ impl Driver {
         Ok(())
     }
 
-    /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes the SQE
-    /// `make` makes.
-    #[inline(always)]
-    pub(crate) fn submit_waiting(
-        &mut self,
-        make: impl FnOnce() -> squeue::Entry,
-        waker: &Waker,
-    ) -> usize {
-        // Hot path: the slot is written in place, then the SQE is made and written straight
-        // into the ring with its `user_data` (see sq.rs).
-        let key = self.ops.insert_with(|| Lifecycle::Waiting(waker.clone()));
-        self.counters.sqes += 1;
-        if self.sq.is_full() {
-            self.make_room();
-        }
-        // `make` is an op's `Prep`: if it panics, no SQE is pushed, so its slot must go too
-        // (no CQE would ever free it). The compiler drops the catch where `make` cannot
-        // panic (a constant SQE, a copied one).
-        let sqe = match catch_unwind(AssertUnwindSafe(make)) {
-            Ok(sqe) => sqe.user_data(key as u64),
-            Err(panic) => {
-                self.counters.sqes -= 1;
-                drop(self.ops.remove(key));
-                resume_unwind(panic)
-            }
-        };
-        // SAFETY: not full (just checked, or room made); the SQE points only into memory
-        // its op owns until the final CQE (the contract of `Op::new`).
-        unsafe { self.sq.push(sqe) };
-        key
-    }
-
-    /// Takes a slot for a multishot op and pushes its SQE.
-    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry) -> usize {
-        let key = self.ops.insert(Lifecycle::Multi(Box::new(op::MultiSlot {
-            waker: None,
-            queue: Default::default(),
-            done: false,
-        })));
-        self.push(sqe.user_data(key as u64));
-        key
-    }
-
-    /// Polls a single-shot op's slot: its CQE's raw result and flags (spending a unit of the
-    /// task's poll budget), or `Pending` with the waker stored (or, out of budget, with the
-    /// task woken to yield). Raw, so the result comes back in registers.
-    #[inline(always)]
-    pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<(i32, u32)> {
-        let slot = &mut self.ops[key];
-        match slot {
-            Lifecycle::Waiting(w) => {
-                if !w.will_wake(cx.waker()) {
-                    *w = cx.waker().clone();
-                }
-                Poll::Pending
-            }
-            Lifecycle::Completed { res, flags } => {
-                if !crate::context::coop::try_spend(cx) {
-                    // Out of budget: the task was woken and yields; the CQE stays here.
-                    return Poll::Pending;
-                }
-                let raw = (*res, *flags);
-                // Hot path: a `Completed` slot owns nothing, so it is freed without being
-                // read out or dropped.
-                self.ops.forget(key);
-                Poll::Ready(raw)
-            }
-            other => panic!("single-shot op polled in state {other:?}"),
-        }
-    }
-
-    /// Polls a multishot op's slot: its next CQE (spending a unit of the poll budget), or
-    /// `Pending` with the waker stored (or, out of budget, with the task woken to yield). The
-    /// slot is freed when its final CQE is taken.
-    pub(crate) fn poll_multi(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
-        let Lifecycle::Multi(m) = &mut self.ops[key] else {
-            panic!("multishot op polled in state {:?}", self.ops[key])
-        };
-        let op::MultiSlot { waker, queue, .. } = &mut **m;
-        if !queue.is_empty() && !crate::context::coop::try_spend(cx) {
-            // Out of budget: the task was woken and yields; the CQEs stay queued.
-            return Poll::Pending;
-        }
-        match queue.pop_front() {
-            Some((res, flags)) => {
-                let cqe = Cqe::from_raw(res, flags);
-                if !cqe.more() {
-                    self.ops.remove(key);
-                }
-                Poll::Ready(cqe)
-            }
-            None => {
-                match waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => *waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-        }
-    }
-
-    /// The future of a single-shot op was dropped: park its data until the final CQE.
-    pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
-        match &self.ops[key] {
-            Lifecycle::Waiting(_) => {
-                self.ops[key] = Lifecycle::Ignored { data, returns_fd };
-                self.cancel(key);
-            }
-            Lifecycle::Completed { .. } => {
-                // Completed, never collected: the kernel is done with the data.
-                if let Lifecycle::Completed { res, .. } = self.ops.remove(key) {
-                    if returns_fd && res >= 0 {
-                        close_raw(res);
-                    }
-                }
-                self.dead.push(data);
-            }
-            other => panic!("single-shot op dropped in state {other:?}"),
-        }
-    }
-
-    /// A multishot op was dropped: its queued CQEs go to `data`'s late handler (closing fds,
-    /// returning buffers), and the data waits in the slot for the final CQE.
-    pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn op::LateCqe>) {
-        let Lifecycle::Multi(m) = &mut self.ops[key] else {
-            panic!("multishot op dropped in state {:?}", self.ops[key])
-        };
-        for (res, flags) in m.queue.drain(..) {
-            data.late(res, flags);
-        }
-        if m.done {
-            self.ops.remove(key);
-            self.dead.push(Box::new(data));
-        } else {
-            self.ops[key] = Lifecycle::IgnoredMulti { data };
-            self.cancel(key);
-        }
-    }
-
     /// Registers a provided-buffer ring under `bgid`.
     ///
     /// # Safety
@@ -645,18 +299,6 @@ impl Driver {
             .build()
             .user_data(CANCEL_TOKEN);
         self.push(sqe);
-    }
-
-    /// Ops the kernel still owns (their final CQE has not been reaped).
-    fn in_flight(&self) -> usize {
-        self.ops
-            .iter()
-            .filter(|(_, s)| match s {
-                Lifecycle::Completed { .. } => false,
-                Lifecycle::Multi(m) => !m.done,
-                _ => true,
-            })
-            .count()
     }
 
     /// Starts shutdown: cancels every op still in flight and the wake read. Called with the
@@ -721,48 +363,5 @@ impl Drop for Driver {
             self.shutdown_start();
         }
         while !self.shutdown_step() {}
-    }
-}
-
-/// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.
-#[inline]
-fn complete_op(
-    ops: &mut Slots<Lifecycle>,
-    dead: &mut Vec<Box<dyn std::any::Any>>,
-    key: usize,
-    res: i32,
-    flags: u32,
-    wake: &mut impl FnMut(Waker),
-) {
-    let Some(slot) = ops.get_mut(key) else {
-        panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
-    };
-    // Hot path: a single-shot op's task waits; the waker is moved out and the slot rewritten
-    // in place (no `Transition` built and matched, no stack copy of the slot).
-    if let Lifecycle::Waiting(waker) = slot {
-        // SAFETY: the waker is read out of the slot, which is overwritten at once without
-        // being dropped, so the waker is owned exactly once (by `w`).
-        let w = unsafe { std::ptr::read(waker) };
-        // SAFETY: `slot` is a valid, exclusive reference; its old value (the waker, now
-        // moved out) must not be dropped, which `ptr::write` guarantees.
-        unsafe { std::ptr::write(slot, Lifecycle::Completed { res, flags }) };
-        // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
-        // so they are woken in the same pass.
-        wake(w);
-        return;
-    }
-    match slot.complete(res, flags) {
-        Transition::Keep => {}
-        Transition::Wake(w) => w.wake(),
-        Transition::Remove { close_fd } => {
-            if let Some(fd) = close_fd {
-                close_raw(fd);
-            }
-            match ops.remove(key) {
-                Lifecycle::Ignored { data, .. } => dead.push(data),
-                Lifecycle::IgnoredMulti { data } => dead.push(Box::new(data)),
-                other => drop(other),
-            }
-        }
     }
 }

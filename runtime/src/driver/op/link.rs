@@ -17,8 +17,8 @@ use io_uring::squeue::Flags;
 
 use io_uring::squeue;
 
+use super::Lifecycle;
 use crate::context;
-use crate::driver::op::Lifecycle;
 use crate::driver::{Completable, Driver, Op, Prep};
 
 /// A future for a chain of linked ops of one kind; resolves to each op's output, in order.

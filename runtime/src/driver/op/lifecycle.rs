@@ -1,0 +1,356 @@
+//! The op slots' states and every transition between them: what the driver does when an
+//! op is submitted, polled, dropped, and when its CQE arrives.
+//!
+//! A slot is, in turn:
+//! - `Waiting`: in the kernel, holding the waker of the task that awaits it (an op is
+//!   submitted from its first poll, so it always has one);
+//! - `Completed`: the CQE arrived and waits for the future's next poll;
+//! - `Ignored`: the future was dropped while the kernel still owned its data; the slot holds
+//!   that data until the final CQE, then frees it (and closes an fd the op produced);
+//! - `Multi`: a multishot op's queue of CQEs and whether the kernel will post more;
+//! - `IgnoredMulti`: a dropped multishot op's data, until its final CQE.
+//!
+//! | from | event | to |
+//! |---|---|---|
+//! | (none) | `submit_waiting` (first poll) | `Waiting` |
+//! | `Waiting` | CQE (`complete_op`, in place) | `Completed` (task woken) |
+//! | `Waiting` | `drop_op` | `Ignored` (+ `ASYNC_CANCEL`) |
+//! | `Completed` | `poll_op` | freed (result returned) |
+//! | `Completed` | `drop_op` | freed (data to the dead list; a produced fd closed) |
+//! | `Ignored` | final CQE | freed (data to the dead list; a produced fd closed) |
+//! | (none) | `submit_multi` | `Multi` |
+//! | `Multi` | CQE | `Multi` (queued, waker woken); `done` without `F_MORE` |
+//! | `Multi` | `poll_multi` of the final CQE | freed |
+//! | `Multi` | `drop_multi` | `IgnoredMulti` (+ `ASYNC_CANCEL`), or freed if done |
+//! | `IgnoredMulti` | CQE | its late handler; freed on the final one |
+//!
+//! Data the driver frees goes to its dead list and is dropped by the caller after the
+//! driver's borrow ends (see the parent module).
+
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::task::{Context, Poll, Waker};
+
+use io_uring::{cqueue, squeue};
+
+use super::{close_raw, Cqe, Release};
+use crate::driver::slots::Slots;
+use crate::driver::Driver;
+
+/// The state of one slab slot: see the module documentation.
+pub(crate) enum Lifecycle {
+    Waiting(Waker),
+    Completed {
+        res: i32,
+        flags: u32,
+    },
+    Ignored {
+        data: Box<dyn Any>,
+        returns_fd: bool,
+    },
+    Multi(Box<MultiSlot>),
+    IgnoredMulti {
+        data: Box<dyn LateCqe>,
+    },
+}
+
+impl fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Lifecycle::Waiting(_) => f.write_str("Waiting"),
+            Lifecycle::Completed { res, flags } => write!(f, "Completed({res}, {flags:#x})"),
+            Lifecycle::Ignored { returns_fd, .. } => write!(f, "Ignored(fd: {returns_fd})"),
+            Lifecycle::Multi(m) => {
+                write!(f, "Multi(queued: {}, done: {})", m.queue.len(), m.done)
+            }
+            Lifecycle::IgnoredMulti { .. } => f.write_str("IgnoredMulti"),
+        }
+    }
+}
+
+/// A multishot op's slot: boxed, so the common single-shot slot stays small.
+pub(crate) struct MultiSlot {
+    pub(crate) waker: Option<Waker>,
+    /// Raw (result, flags) of CQEs not yet yielded.
+    pub(crate) queue: VecDeque<(i32, u32)>,
+    /// The kernel posted the CQE without `F_MORE`: nothing more will come.
+    pub(crate) done: bool,
+}
+
+/// What the driver does with a slot after a CQE: `#[must_use]` so no caller forgets one.
+#[must_use]
+pub(crate) enum Transition {
+    /// Keep the slot.
+    Keep,
+    /// Keep the slot and wake this waker.
+    Wake(Waker),
+    /// The op is over: remove the slot (freeing ignored data), closing `fd` if set.
+    Remove { close_fd: Option<i32> },
+}
+
+impl Lifecycle {
+    /// Whether the kernel still owns the op (its final CQE has not been reaped): the one
+    /// in-flight check, for shutdown's cancels and its progress count.
+    pub(crate) fn in_flight(&self) -> bool {
+        match self {
+            Lifecycle::Completed { .. } => false,
+            Lifecycle::Multi(m) => !m.done,
+            Lifecycle::Waiting(_) | Lifecycle::Ignored { .. } | Lifecycle::IgnoredMulti { .. } => {
+                true
+            }
+        }
+    }
+
+    /// Applies a CQE to a slot not waiting for it (the reap's fast path, `complete_op`,
+    /// handles `Waiting` in place).
+    pub(crate) fn complete(&mut self, res: i32, flags: u32) -> Transition {
+        match self {
+            Lifecycle::Ignored { returns_fd, .. } => Transition::Remove {
+                close_fd: (*returns_fd && res >= 0).then_some(res),
+            },
+            Lifecycle::Multi(m) => {
+                m.done = !cqueue::more(flags);
+                m.queue.push_back((res, flags));
+                match m.waker.take() {
+                    Some(w) => Transition::Wake(w),
+                    None => Transition::Keep,
+                }
+            }
+            Lifecycle::IgnoredMulti { data } => {
+                data.late(res, flags);
+                if cqueue::more(flags) {
+                    Transition::Keep
+                } else {
+                    Transition::Remove { close_fd: None }
+                }
+            }
+            Lifecycle::Completed { res: first, .. } => {
+                panic!("second CQE (res {res}, flags {flags:#x}) for a single-shot op already completed with {first}")
+            }
+            // `complete_op` moves a waiting slot to `Completed` in place before calling this.
+            Lifecycle::Waiting(_) => unreachable!("a waiting slot reached Lifecycle::complete"),
+        }
+    }
+}
+
+/// What the data of a dropped multishot op does with each CQE that still arrives.
+pub(crate) trait LateCqe: 'static {
+    fn late(&self, res: i32, flags: u32);
+}
+
+/// Data whose late CQEs carry nothing to release.
+pub(crate) struct Plain<T>(#[allow(dead_code)] pub(crate) T);
+
+impl<T: 'static> LateCqe for Plain<T> {
+    fn late(&self, _res: i32, _flags: u32) {}
+}
+
+/// Data whose late successful CQEs are new fds (multishot accept): they are closed.
+pub(crate) struct ClosesFd<T>(#[allow(dead_code)] pub(crate) T);
+
+impl<T: 'static> LateCqe for ClosesFd<T> {
+    fn late(&self, res: i32, _flags: u32) {
+        if res >= 0 {
+            close_raw(res);
+        }
+    }
+}
+
+pub(crate) struct Releasing<T>(pub(crate) T);
+
+impl<T: Release> LateCqe for Releasing<T> {
+    fn late(&self, res: i32, flags: u32) {
+        self.0.release(Cqe::from_raw(res, flags));
+    }
+}
+
+impl Driver {
+    /// Takes a slot for a single-shot op, already waiting with `waker`, and pushes the SQE
+    /// `make` makes.
+    #[inline(always)]
+    pub(crate) fn submit_waiting(
+        &mut self,
+        make: impl FnOnce() -> squeue::Entry,
+        waker: &Waker,
+    ) -> usize {
+        // Hot path: the slot is written in place, then the SQE is made and written straight
+        // into the ring with its `user_data` (see sq.rs).
+        let key = self.ops.insert_with(|| Lifecycle::Waiting(waker.clone()));
+        self.counters.sqes += 1;
+        if self.sq.is_full() {
+            self.make_room();
+        }
+        // `make` is an op's `Prep`: if it panics, no SQE is pushed, so its slot must go too
+        // (no CQE would ever free it). The compiler drops the catch where `make` cannot
+        // panic (a constant SQE, a copied one).
+        let sqe = match catch_unwind(AssertUnwindSafe(make)) {
+            Ok(sqe) => sqe.user_data(key as u64),
+            Err(panic) => {
+                self.counters.sqes -= 1;
+                drop(self.ops.remove(key));
+                resume_unwind(panic)
+            }
+        };
+        // SAFETY: not full (just checked, or room made); the SQE points only into memory
+        // its op owns until the final CQE (the contract of `Op::new`).
+        unsafe { self.sq.push(sqe) };
+        key
+    }
+
+    /// Takes a slot for a multishot op and pushes its SQE.
+    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry) -> usize {
+        let key = self.ops.insert(Lifecycle::Multi(Box::new(MultiSlot {
+            waker: None,
+            queue: Default::default(),
+            done: false,
+        })));
+        self.push(sqe.user_data(key as u64));
+        key
+    }
+
+    /// Polls a single-shot op's slot: its CQE's raw result and flags (spending a unit of the
+    /// task's poll budget), or `Pending` with the waker stored (or, out of budget, with the
+    /// task woken to yield). Raw, so the result comes back in registers.
+    #[inline(always)]
+    pub(crate) fn poll_op(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<(i32, u32)> {
+        let slot = &mut self.ops[key];
+        match slot {
+            Lifecycle::Waiting(w) => {
+                if !w.will_wake(cx.waker()) {
+                    *w = cx.waker().clone();
+                }
+                Poll::Pending
+            }
+            Lifecycle::Completed { res, flags } => {
+                if !crate::context::coop::try_spend(cx) {
+                    // Out of budget: the task was woken and yields; the CQE stays here.
+                    return Poll::Pending;
+                }
+                let raw = (*res, *flags);
+                // Hot path: a `Completed` slot owns nothing, so it is freed without being
+                // read out or dropped.
+                self.ops.forget(key);
+                Poll::Ready(raw)
+            }
+            other => panic!("single-shot op polled in state {other:?}"),
+        }
+    }
+
+    /// Polls a multishot op's slot: its next CQE (spending a unit of the poll budget), or
+    /// `Pending` with the waker stored (or, out of budget, with the task woken to yield). The
+    /// slot is freed when its final CQE is taken.
+    pub(crate) fn poll_multi(&mut self, key: usize, cx: &mut Context<'_>) -> Poll<Cqe> {
+        let Lifecycle::Multi(m) = &mut self.ops[key] else {
+            panic!("multishot op polled in state {:?}", self.ops[key])
+        };
+        let MultiSlot { waker, queue, .. } = &mut **m;
+        if !queue.is_empty() && !crate::context::coop::try_spend(cx) {
+            // Out of budget: the task was woken and yields; the CQEs stay queued.
+            return Poll::Pending;
+        }
+        match queue.pop_front() {
+            Some((res, flags)) => {
+                let cqe = Cqe::from_raw(res, flags);
+                if !cqe.more() {
+                    self.ops.remove(key);
+                }
+                Poll::Ready(cqe)
+            }
+            None => {
+                match waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *waker = Some(cx.waker().clone()),
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The future of a single-shot op was dropped: park its data until the final CQE.
+    pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
+        match &self.ops[key] {
+            Lifecycle::Waiting(_) => {
+                self.ops[key] = Lifecycle::Ignored { data, returns_fd };
+                self.cancel(key);
+            }
+            Lifecycle::Completed { .. } => {
+                // Completed, never collected: the kernel is done with the data.
+                if let Lifecycle::Completed { res, .. } = self.ops.remove(key) {
+                    if returns_fd && res >= 0 {
+                        close_raw(res);
+                    }
+                }
+                self.dead.push(data);
+            }
+            other => panic!("single-shot op dropped in state {other:?}"),
+        }
+    }
+
+    /// A multishot op was dropped: its queued CQEs go to `data`'s late handler (closing fds,
+    /// returning buffers), and the data waits in the slot for the final CQE.
+    pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn LateCqe>) {
+        let Lifecycle::Multi(m) = &mut self.ops[key] else {
+            panic!("multishot op dropped in state {:?}", self.ops[key])
+        };
+        for (res, flags) in m.queue.drain(..) {
+            data.late(res, flags);
+        }
+        if m.done {
+            self.ops.remove(key);
+            self.dead.push(Box::new(data));
+        } else {
+            self.ops[key] = Lifecycle::IgnoredMulti { data };
+            self.cancel(key);
+        }
+    }
+
+    /// Ops the kernel still owns (their final CQE has not been reaped).
+    pub(in crate::driver) fn in_flight(&self) -> usize {
+        self.ops.iter().filter(|(_, s)| s.in_flight()).count()
+    }
+}
+
+/// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.
+#[inline]
+pub(crate) fn complete_op(
+    ops: &mut Slots<Lifecycle>,
+    dead: &mut Vec<Box<dyn std::any::Any>>,
+    key: usize,
+    res: i32,
+    flags: u32,
+    wake: &mut impl FnMut(Waker),
+) {
+    let Some(slot) = ops.get_mut(key) else {
+        panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
+    };
+    // Hot path: a single-shot op's task waits; the waker is moved out and the slot rewritten
+    // in place (no `Transition` built and matched, no stack copy of the slot).
+    if let Lifecycle::Waiting(waker) = slot {
+        // SAFETY: the waker is read out of the slot, which is overwritten at once without
+        // being dropped, so the waker is owned exactly once (by `w`).
+        let w = unsafe { std::ptr::read(waker) };
+        // SAFETY: `slot` is a valid, exclusive reference; its old value (the waker, now
+        // moved out) must not be dropped, which `ptr::write` guarantees.
+        unsafe { std::ptr::write(slot, Lifecycle::Completed { res, flags }) };
+        // Wakers only queue their task (ours) or set a flag; none re-enters the driver,
+        // so they are woken in the same pass.
+        wake(w);
+        return;
+    }
+    match slot.complete(res, flags) {
+        Transition::Keep => {}
+        Transition::Wake(w) => w.wake(),
+        Transition::Remove { close_fd } => {
+            if let Some(fd) = close_fd {
+                close_raw(fd);
+            }
+            match ops.remove(key) {
+                Lifecycle::Ignored { data, .. } => dead.push(data),
+                Lifecycle::IgnoredMulti { data } => dead.push(Box::new(data)),
+                other => drop(other),
+            }
+        }
+    }
+}

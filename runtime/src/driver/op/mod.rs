@@ -1,0 +1,123 @@
+//! Ops: the futures that own what the kernel reads and writes, and the slots that track
+//! them in the driver. This is the safety line of the runtime.
+//!
+//! - `lifecycle`: the slot states and every transition (submit, poll, drop, CQE);
+//! - `single`: [`Op`], one SQE and one CQE;
+//! - `multi`: [`MultiOp`], one SQE and CQEs until one comes without `F_MORE`;
+//! - `link`: [`Link`], ops chained with `IOSQE_IO_LINK` and submitted together.
+//!
+//! Every SQE in flight has a slot in the driver's slab, and its `user_data` is the slot's
+//! key.
+//!
+//! # Safety rules
+//! 1. **Memory the kernel may touch is never freed or moved.** What an SQE points at
+//!    belongs to the op's data (`T`: a `Vec`'s or `Box`'s heap block, a `'static`), which
+//!    lives in the op until its final CQE is consumed, or in the `Ignored`/`IgnoredMulti`
+//!    slot after the future is dropped; an fd the kernel produces for a dropped op is
+//!    closed by the driver. The data is freed only after the kernel's final CQE for the op
+//!    was reaped (at shutdown, an op the kernel never gives back is leaked, never freed).
+//! 2. **Op data is dropped outside the driver's borrow.** Dropping data runs user code (a
+//!    buffer's `Drop`, an `Rc` count), which may use the runtime and so the driver. The
+//!    driver never drops data itself: it moves what it frees to its dead list, which the
+//!    loop (`Driver::take_dead`) and the op drops (`context::with_driver_freeing`) drop
+//!    after the driver's `RefCell` borrow ends.
+
+mod lifecycle;
+mod link;
+mod multi;
+mod single;
+
+use std::io;
+
+use io_uring::{cqueue, squeue};
+
+pub(crate) use lifecycle::{complete_op, Lifecycle};
+pub use link::Link;
+pub use multi::MultiOp;
+pub use single::Op;
+
+/// One completion: the kernel's result and flags for an op.
+#[derive(Debug)]
+pub struct Cqe {
+    /// The result: a non-negative value, or the error the kernel returned.
+    pub result: io::Result<u32>,
+    /// The CQE's flags (`IORING_CQE_F_*`).
+    pub flags: u32,
+}
+
+impl Cqe {
+    /// The one place a raw CQE result becomes a result: negative values are `-errno`.
+    pub(crate) fn from_raw(res: i32, flags: u32) -> Self {
+        let result = if res < 0 {
+            Err(io::Error::from_raw_os_error(-res))
+        } else {
+            Ok(res as u32)
+        };
+        Cqe { result, flags }
+    }
+
+    /// Whether the kernel will post more CQEs for this op (`IORING_CQE_F_MORE`).
+    pub fn more(&self) -> bool {
+        cqueue::more(self.flags)
+    }
+
+    /// The provided buffer the kernel picked, if any (`IORING_CQE_F_BUFFER`).
+    pub fn buffer_id(&self) -> Option<u16> {
+        cqueue::buffer_select(self.flags)
+    }
+}
+
+/// The data of an op: everything the kernel reads or writes, and how the CQE becomes the
+/// op's output.
+///
+/// Implement it to add an operation (this is how `net` and `fs` build theirs), then create
+/// the op with [`Op::new`].
+pub trait Completable: 'static {
+    /// What awaiting the op gives.
+    type Output;
+
+    /// Whether a successful result is a new file descriptor the caller will own (accept,
+    /// openat, socket). If the future is dropped before it sees such a result, the driver
+    /// closes the fd, so it does not leak.
+    const RETURNS_FD: bool = false;
+
+    /// Turns the op's CQE into its output, giving back the data.
+    fn complete(self, cqe: Cqe) -> Self::Output;
+}
+
+/// Multishot op data that must give back what a CQE carries (a provided buffer, say) when
+/// the CQE arrives after the op was dropped, or was queued and never yielded.
+///
+/// `release` runs inside the driver: it must not use the runtime (no ops, no spawns).
+pub trait Release: 'static {
+    /// Gives back what `cqe` carries.
+    fn release(&self, cqe: Cqe);
+}
+
+/// Closes an fd the kernel produced for an op nobody awaits any more.
+pub(crate) fn close_raw(fd: i32) {
+    // SAFETY: the fd was created by the kernel for a dropped op; nothing else owns it.
+    unsafe { libc::close(fd) };
+}
+
+/// How an op keeps its SQE until the first poll pushes it.
+///
+/// A built [`squeue::Entry`] (what [`Op::new`] takes) is stored in the op and copied into the
+/// SQ ring at submission. A `Prep` that makes the SQE when asked (a unit struct for a
+/// constant SQE, or one holding the few fields it needs) lets the submission write it
+/// straight into the ring: the op future is smaller, and the ring slot is filled with the
+/// fields themselves instead of a copy read back from the stores that just built it (a
+/// failed store-to-load forward stalls the CPU ~15 cycles). [`Op::with_prep`] takes one.
+pub trait Prep: 'static {
+    /// Makes the op's SQE (its `user_data` is overwritten). Called once, at submission,
+    /// inside the driver: it must not use the runtime (no ops, no spawns). If it panics,
+    /// nothing is submitted and the panic reaches the op's poller.
+    fn sqe(&mut self) -> squeue::Entry;
+}
+
+impl Prep for squeue::Entry {
+    #[inline(always)]
+    fn sqe(&mut self) -> squeue::Entry {
+        self.clone()
+    }
+}
