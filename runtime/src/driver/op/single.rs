@@ -39,13 +39,20 @@ pub struct Op<T: Completable, S: Prep = squeue::Entry> {
     prep: S,
     /// The op's data; `None` once the output was returned.
     data: Option<T>,
-    /// The slot key once submitted, else `NOT_SUBMITTED`.
-    key: usize,
-    core: Option<context::CoreId>,
+    state: State,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
-const NOT_SUBMITTED: usize = usize::MAX;
+/// Where an [`Op`] is in its life.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// Not pushed yet: the first poll (or a chain's submission) pushes it.
+    Unsubmitted,
+    /// In flight in `core`'s ring, in slot `key`.
+    Submitted { key: usize, core: context::CoreId },
+    /// The output was returned: the op owns nothing the kernel may touch.
+    Done,
+}
 
 // The op's data is never pinned in place (the kernel only sees heap memory it owns), so the
 // future may move between polls.
@@ -98,8 +105,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
         Op {
             prep,
             data: Some(data),
-            key: NOT_SUBMITTED,
-            core: None,
+            state: State::Unsubmitted,
             _not_sync: PhantomData,
         }
     }
@@ -112,7 +118,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
     /// Whether the op was never submitted and still owns its data: only then may its SQE
     /// be pushed (after completion the SQE still points at memory given back to the user).
     pub(crate) fn is_fresh(&self) -> bool {
-        self.key == NOT_SUBMITTED && self.data.is_some()
+        matches!(self.state, State::Unsubmitted)
     }
 
     /// Pushes the op's SQE now (with `link` added to its flags, for a chain), waiting with
@@ -126,19 +132,19 @@ impl<T: Completable, S: Prep> Op<T, S> {
         waker: &Waker,
         link: Option<squeue::Flags>,
     ) {
-        debug_assert_eq!(self.key, NOT_SUBMITTED);
+        debug_assert!(self.is_fresh(), "{:?}", self.state);
         let prep = &mut self.prep;
         // The SQE is made inside the push, after the slot is taken: nothing opaque (a
         // foreign waker's clone) runs between making it and writing it into the ring, so
         // its fields go there as values.
-        self.key = driver.submit_waiting(
+        let key = driver.submit_waiting(
             || match link {
                 None => prep.sqe(),
                 Some(flags) => prep.sqe().flags(flags),
             },
             waker,
         );
-        self.core = Some(id);
+        self.state = State::Submitted { key, core: id };
     }
 }
 
@@ -149,25 +155,25 @@ impl<T: Completable, S: Prep> Future for Op<T, S> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
         // Hot path: one look-up of the core, one borrow of its driver per poll.
         let this = self.get_mut();
-        let key = this.key;
-        if key == NOT_SUBMITTED {
-            if this.data.is_none() {
-                polled_after_completion();
+        let (key, core) = match this.state {
+            State::Submitted { key, core } => (key, core),
+            State::Unsubmitted => {
+                // SAFETY: the reference is used within this poll only.
+                let (id, driver) = unsafe { context::current_driver() };
+                // The first poll submits with the waker in place: the CQE cannot be there.
+                this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), None);
+                return Poll::Pending;
             }
-            // SAFETY: the reference is used within this poll only.
-            let (id, driver) = unsafe { context::current_driver() };
-            // The first poll submits with the waker in place: the CQE cannot be there yet.
-            this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), None);
-            return Poll::Pending;
-        }
+            State::Done => polled_after_completion(),
+        };
         // SAFETY: as above.
         let (id, driver) = unsafe { context::current_driver() };
-        if this.core != Some(id) {
+        if core != id {
             polled_on_other_core();
         }
         // The poll budget is checked (and spent) only once the CQE is there.
         let (res, flags) = std::task::ready!(driver.borrow_mut().poll_op(key, cx));
-        this.key = NOT_SUBMITTED;
+        this.state = State::Done;
         let Some(data) = this.data.take() else {
             polled_after_completion()
         };
@@ -191,8 +197,8 @@ impl<T: Completable, S: Prep> Drop for Op<T, S> {
     #[inline]
     fn drop(&mut self) {
         // Hot path (inlined): a completed or never-submitted op owns nothing in the kernel.
-        if self.key != NOT_SUBMITTED {
-            self.drop_in_flight();
+        if let State::Submitted { key, core } = self.state {
+            self.drop_in_flight(key, core);
         }
     }
 }
@@ -200,12 +206,11 @@ impl<T: Completable, S: Prep> Drop for Op<T, S> {
 impl<T: Completable, S: Prep> Op<T, S> {
     /// Dropped while submitted: the data goes to the driver until the final CQE.
     #[cold]
-    fn drop_in_flight(&mut self) {
+    fn drop_in_flight(&mut self, key: usize, core: context::CoreId) {
         let Some(data) = self.data.take() else {
             return;
         };
-        let key = self.key;
-        if self.core.is_some() && context::current_core_id() == self.core {
+        if context::current_core_id() == Some(core) {
             context::with_driver_freeing(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
         } else {
             // Dropped off its core (or after its runtime shut down without reaping it,
