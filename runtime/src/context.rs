@@ -90,6 +90,12 @@ pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
         .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
 }
 
+/// Runs `f` with the current core's driver if this thread runs a core and the driver is not
+/// borrowed (a wake from inside the driver, while it reaps); else `None`.
+pub(crate) fn try_with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
+    with_current(|c| c.driver.try_borrow_mut().ok().map(|mut d| f(&mut d))).flatten()
+}
+
 /// Runs `f` with the current core's driver, then drops the data of ops that finished
 /// meanwhile, outside the borrow (for op drops: an op's data may run user code when
 /// dropped, which may use the driver).

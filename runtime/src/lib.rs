@@ -22,7 +22,8 @@
 //! ```
 //!
 //! The op API ([`driver::Op`], [`driver::Completable`]) is the one seam other crates build
-//! their operations on; see DESIGN.md for the op lifecycle and its safety rule.
+//! their operations on; ARCHITECTURE.md in the repository describes the loop, the op
+//! lifecycle and its safety rules, and thread-per-core.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(
@@ -36,13 +37,13 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 
 pub mod buf;
 mod context;
+mod cores;
 pub mod driver;
 pub mod error;
 mod executor;
 pub mod fd;
 mod loom;
 mod macros;
-mod multi;
 mod runtime;
 pub mod signal;
 mod stats;

@@ -6,9 +6,9 @@ use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::cores::{self, CoreSet, Worker};
 use crate::driver::RingFlags;
-use crate::executor::{Core, CoreSet, JoinHandle};
-use crate::multi::{self, Worker};
+use crate::executor::{Core, JoinHandle};
 use crate::stats::Stats;
 
 thread_local! {
@@ -126,6 +126,52 @@ impl Builder {
         Ok(f)
     }
 
+    /// Which CPU each core is pinned to (`None`: not pinned), every CPU checked to fit a
+    /// `cpu_set_t` before any thread is pinned or started.
+    fn cpu_plan(&self) -> io::Result<impl Fn(usize) -> Option<usize>> {
+        let cpus = match &self.cpus {
+            Some(c) if c.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "Builder::cpus was given no CPU",
+                ))
+            }
+            Some(c) => c.clone(),
+            None => cores::allowed_cpus(),
+        };
+        let pin = self.cores > 1 || self.cpus.is_some();
+        let cpu_of = move |i: usize| pin.then(|| cpus[i % cpus.len()]);
+        for cpu in (0..self.cores).filter_map(&cpu_of) {
+            cores::check_cpu(cpu)?;
+        }
+        Ok(cpu_of)
+    }
+
+    /// Starts worker cores 1..n; if one fails, stops those already started.
+    fn start_workers(
+        &self,
+        cpu_of: &impl Fn(usize) -> Option<usize>,
+        want: RingFlags,
+        set: &Arc<CoreSet>,
+    ) -> io::Result<Vec<Worker>> {
+        let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
+        for i in 1..self.cores {
+            match cores::start_worker(i, cpu_of(i), want, set.clone()) {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    for w in &workers {
+                        w.request_stop();
+                    }
+                    for w in workers {
+                        w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(workers)
+    }
+
     /// Sets up the ring on the calling thread and returns the runtime.
     ///
     /// Fails if a runtime already lives on this thread, if the kernel has no usable
@@ -147,51 +193,22 @@ impl Builder {
                 "a runtime needs at least one core",
             ));
         }
-        let cpus = match &self.cpus {
-            Some(c) if c.is_empty() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "Builder::cpus was given no CPU",
-                ))
-            }
-            Some(c) => c.clone(),
-            None => multi::allowed_cpus(),
-        };
-        let pin = self.cores > 1 || self.cpus.is_some();
-        let cpu_of = |i: usize| pin.then(|| cpus[i % cpus.len()]);
-        // Every core's CPU fits a cpu_set_t before any thread is pinned or started.
-        for cpu in (0..self.cores.min(cpus.len())).filter_map(cpu_of) {
-            multi::check_cpu(cpu)?;
-        }
+        let cpu_of = self.cpu_plan()?;
         // The calling thread's affinity, given back if the build fails after pinning it.
         let mut unpinned = None;
         if let Some(cpu) = cpu_of(0) {
-            unpinned = multi::affinity().ok();
-            multi::pin_to(cpu)?;
+            unpinned = cores::affinity().ok();
+            cores::pin_to(cpu)?;
         }
         let unpin = |e: io::Error| {
             if let Some(old) = &unpinned {
-                let _ = multi::set_affinity(old);
+                let _ = cores::set_affinity(old);
             }
             e
         };
         let set = Arc::new(CoreSet::default());
         let core = Core::new(want, 0, set.clone()).map_err(unpin)?;
-        let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
-        for i in 1..self.cores {
-            match multi::start_worker(i, cpu_of(i), want, set.clone()) {
-                Ok(w) => workers.push(w),
-                Err(e) => {
-                    for w in &workers {
-                        w.request_stop();
-                    }
-                    for w in workers {
-                        w.join();
-                    }
-                    return Err(unpin(e));
-                }
-            }
-        }
+        let workers = self.start_workers(&cpu_of, want, &set).map_err(unpin)?;
         let mut all = vec![core.shared.clone()];
         all.extend(workers.iter().map(|w| w.shared.clone()));
         set.set(all);

@@ -1,6 +1,6 @@
 //! Owned buffers: the memory an op hands to the kernel.
 //!
-//! An op future owns its buffer until the kernel's final CQE (see DESIGN.md, "The op
+//! An op future owns its buffer until the kernel's final CQE (see ARCHITECTURE.md, "The op
 //! lifecycle"), so the buffer's bytes must stay at one address while the buffer value itself
 //! moves (into the future, into an ignored slot when the future is dropped). The traits here
 //! are `unsafe` to implement for exactly that reason: an implementation promises that

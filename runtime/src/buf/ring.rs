@@ -81,25 +81,7 @@ impl BufRing {
         }
         let core = context::current_core_id()
             .ok_or_else(|| io::Error::other("BufRing::new called outside of a runtime"))?;
-        let ring_bytes = (entries as usize * std::mem::size_of::<BufRingEntry>()).max(4096);
-        // SAFETY: an anonymous private mapping; the result is checked below.
-        let ring = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                ring_bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if ring == libc::MAP_FAILED {
-            return Err(context(
-                io::Error::last_os_error(),
-                "mmap of the buffer ring",
-            ));
-        }
-        let ring = NonNull::new(ring.cast::<BufRingEntry>()).expect("mmap returned null");
+        let (ring, ring_bytes) = map_ring(entries)?;
         let total = entries as usize * buf_len as usize;
         let bufs = Box::<[u8]>::into_raw(vec![0u8; total].into_boxed_slice());
         let bufs = NonNull::new(bufs.cast::<u8>()).expect("Box is never null");
@@ -301,4 +283,29 @@ impl fmt::Debug for RingBuf {
             .field("len", &self.len)
             .finish()
     }
+}
+
+/// Maps the ring of `entries` buffer descriptors (at least a page, page-aligned as the
+/// kernel requires); returns it and its length in bytes.
+fn map_ring(entries: u16) -> io::Result<(NonNull<BufRingEntry>, usize)> {
+    let ring_bytes = (entries as usize * std::mem::size_of::<BufRingEntry>()).max(4096);
+    // SAFETY: an anonymous private mapping; the result is checked below.
+    let ring = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            ring_bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if ring == libc::MAP_FAILED {
+        return Err(context(
+            io::Error::last_os_error(),
+            "mmap of the buffer ring",
+        ));
+    }
+    let ring = NonNull::new(ring.cast::<BufRingEntry>()).expect("mmap returned null");
+    Ok((ring, ring_bytes))
 }

@@ -1,13 +1,13 @@
 //! The executor: one core's run queue, task list, wakers, and the loop.
 //!
-//! The loop (DESIGN.md, "The loop"), one [`Core::tick`] at a time:
+//! The loop (ARCHITECTURE.md, "The loop"), one [`Core::tick`] at a time:
 //! 1. run ready tasks, at most [`TASKS_PER_TICK`], so one busy core still serves its ring;
 //! 2. submit queued SQEs: without waiting if anything is ready, else one wait carrying the
 //!    next timer's deadline as its timeout;
 //! 3. reap the whole CQ in one pass and wake each op's task.
 //!
 //! A wake on the core's own thread is a push onto the local queue (no syscall, no lock, no
-//! allocation, no atomic read-modify-write: see task.rs). A wake from another thread pushes
+//! allocation, no atomic read-modify-write: see `task`). A wake from another thread pushes
 //! onto the core's remote queue and wakes the core's ring (MSG_RING, or its eventfd, on
 //! which the driver keeps a read armed), once per batch.
 //!
@@ -17,7 +17,7 @@
 //! their core through it.
 
 mod join;
-mod shared;
+mod spawn;
 mod task;
 
 use std::cell::{Cell, RefCell};
@@ -33,11 +33,15 @@ use std::{io, ptr};
 use slab::Slab;
 
 use crate::context::{self, coop, CoreContext};
+use crate::cores::{CoreSet, Shared};
 use crate::driver::{Driver, RingFlags};
 use crate::time::Timers;
 pub use join::{JoinError, JoinHandle};
-pub(crate) use shared::{CoreSet, Shared};
-use task::{LocalQueue, RawTask};
+pub use spawn::{
+    core_count, current_core, spawn, spawn_local, spawn_on, spawn_on_local, yield_now,
+};
+use task::LocalQueue;
+pub(crate) use task::RawTask;
 
 /// Tasks run per loop iteration before the ring is served again.
 pub(crate) const TASKS_PER_TICK: usize = 128;
@@ -95,221 +99,11 @@ fn on_owner<R>(owner: &Arc<Shared>, f: impl FnOnce(&Core) -> R) -> Option<R> {
     Arc::ptr_eq(&core.shared, owner).then(|| f(core))
 }
 
-/// A finished task leaves its core's task list (task.rs calls this).
+/// A finished task leaves its core's task list (`task::raw` calls this).
 fn release_owned(key: usize) {
     let removed = with_core(|c| c.owned.borrow_mut().try_remove(key));
     // Dropped after the borrow ends: this may free the task.
     drop(removed);
-}
-
-/// Spawns a future, which need not be `Send`, on the current core.
-///
-/// # Panics
-/// Outside a runtime.
-///
-/// ```
-/// let rt = runtime::Runtime::new().unwrap();
-/// let v = rt.block_on(async {
-///     let rc = std::rc::Rc::new(5); // not Send
-///     runtime::spawn_local(async move { *rc + 1 }).await.unwrap()
-/// });
-/// assert_eq!(v, 6);
-/// ```
-pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
-where
-    F: Future + 'static,
-    F::Output: 'static,
-{
-    with_core(|core| core.spawn(future))
-        .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
-}
-
-/// Spawns a `Send` future on the current core.
-///
-/// # Panics
-/// Outside a runtime.
-pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    with_core(|core| core.spawn(future))
-        .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
-}
-
-/// Spawns a `Send` future on core `core` of the current runtime (see
-/// [`Builder::cores`](crate::Builder::cores)); the handle may be awaited from any core.
-///
-/// # Panics
-/// Outside a runtime, or if the runtime has no core `core`.
-///
-/// ```
-/// let rt = runtime::Builder::new().cores(2).build().unwrap();
-/// let on = rt.block_on(async {
-///     runtime::spawn_on(1, async { runtime::current_core() }).await.unwrap()
-/// });
-/// assert_eq!(on, Some(1));
-/// ```
-pub fn spawn_on<F>(core: usize, future: F) -> JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    // SAFETY: the future is `Send`, so it may move to the target core's thread.
-    unsafe { spawn_on_unchecked(core, future) }
-}
-
-/// Runs `make` on core `core` and spawns the future it returns there. The future need not
-/// be `Send`, only the closure: this is how a core gets work that holds its own sockets.
-///
-/// # Panics
-/// Outside a runtime, or if the runtime has no core `core`.
-///
-/// ```
-/// use std::rc::Rc;
-/// let rt = runtime::Builder::new().cores(2).build().unwrap();
-/// let n = rt.block_on(async {
-///     runtime::spawn_on_local(1, || async {
-///         let local = Rc::new(20); // not Send: lives on core 1 only
-///         runtime::yield_now().await;
-///         *local + 1
-///     })
-///     .await
-///     .unwrap()
-/// });
-/// assert_eq!(n, 21);
-/// ```
-pub fn spawn_on_local<M, F>(core: usize, make: M) -> JoinHandle<F::Output>
-where
-    M: FnOnce() -> F + Send + 'static,
-    F: Future + 'static,
-    F::Output: Send + 'static,
-{
-    // SAFETY: until its first poll, on the target core, the task holds only `make`, which is
-    // `Send`; the future it makes never leaves that core; the output is `Send`.
-    unsafe { spawn_on_unchecked(core, Lazy::Make(Some(make))) }
-}
-
-/// A future made on its core by its first poll.
-enum Lazy<M, F> {
-    Make(Option<M>),
-    Run(F),
-}
-
-impl<M, F> Future for Lazy<M, F>
-where
-    M: FnOnce() -> F,
-    F: Future,
-{
-    type Output = F::Output;
-
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: the future is never moved out of the pinned enum; `Make` holds no pinned
-        // data, and once `Run` is set it is only polled in place.
-        let this = unsafe { self.get_unchecked_mut() };
-        if let Lazy::Make(make) = this {
-            let make = make
-                .take()
-                .expect("Lazy polled after a panic in its constructor");
-            *this = Lazy::Run(make());
-        }
-        match this {
-            // SAFETY: pinned in place inside the task's heap cell (see above).
-            Lazy::Run(fut) => unsafe { std::pin::Pin::new_unchecked(fut) }.poll(cx),
-            Lazy::Make(_) => unreachable!("Lazy was just made"),
-        }
-    }
-}
-
-/// `spawn_on` without the `Send` bound.
-///
-/// # Safety
-/// The future may be moved to core `core`'s thread (and dropped on this one if that core is
-/// gone) before its first poll, and its output may be moved back; the caller guarantees
-/// that is sound.
-unsafe fn spawn_on_unchecked<F>(core: usize, future: F) -> JoinHandle<F::Output>
-where
-    F: Future + 'static,
-{
-    with_core(|c| {
-        if c.shared.index == core {
-            return c.spawn(future);
-        }
-        let Some(target) = c.set.get(core) else {
-            panic!("spawn_on({core}): this runtime has {} core(s)", c.set.len())
-        };
-        let (run, list, join) = RawTask::new(future, target.clone(), false);
-        target.push_spawn(run, list);
-        JoinHandle::new(join)
-    })
-    .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
-}
-
-/// How many cores the current runtime has, or `None` outside a runtime.
-pub fn core_count() -> Option<usize> {
-    with_core(|c| c.set.len())
-}
-
-/// The index of the core this thread runs (0 for the thread that built the runtime), or
-/// `None` outside a runtime.
-pub fn current_core() -> Option<usize> {
-    with_core(|c| c.shared.index)
-}
-
-/// Wakes `target` with an `IORING_OP_MSG_RING` from the current core's ring, if this thread
-/// runs a core (other than `target`), the kernel has MSG_RING and the driver is free.
-fn msg_ring_wake(target: &Shared) -> bool {
-    with_core(|c| {
-        if std::ptr::eq(Arc::as_ptr(&c.shared), target) {
-            return false;
-        }
-        let fd = target.ring_fd.load(Ordering::Acquire);
-        if fd < 0 {
-            return false;
-        }
-        // A wake from inside the driver (while it reaps) takes the eventfd path.
-        match c.ctx.driver.try_borrow_mut() {
-            Ok(mut d) => d.msg_ring(fd, target.index),
-            Err(_) => false,
-        }
-    })
-    .unwrap_or(false)
-}
-
-/// Completes once the core's runtime asks it to stop (the loop of a worker core).
-pub(crate) async fn wait_for_stop(shared: Arc<Shared>) {
-    std::future::poll_fn(|cx| {
-        if shared.stop.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        shared.stop_waker.register(cx.waker());
-        if shared.stop.load(Ordering::Acquire) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
-}
-
-/// Yields to the other ready tasks once.
-///
-/// ```
-/// let rt = runtime::Runtime::new().unwrap();
-/// rt.block_on(runtime::yield_now());
-/// ```
-pub async fn yield_now() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    })
-    .await
 }
 
 /// The waker of the future passed to `block_on`.
@@ -445,51 +239,22 @@ impl Core {
 
     /// One turn of the loop: run, submit (maybe wait), reap.
     fn tick(&self, main_woken: &AtomicBool) {
-        // 1. Run ready tasks, up to a budget.
-        let mut polled = 0;
-        while polled < TASKS_PER_TICK {
-            let Some(task) = self.queue.pop() else {
-                break;
-            };
-            polled += 1;
-            task.run();
-        }
-        self.tasks_polled
-            .set(self.tasks_polled.get() + polled as u64);
-
-        // Tasks woken from other threads join the local queue.
+        // 1. Run ready tasks, up to a budget; then tasks woken from other threads join the
+        // local queue, and due timers wake theirs.
+        self.run_tasks();
         let remote = self.shared.notified.load(Ordering::Acquire);
         if remote {
             self.drain_remote();
         }
-
         let mut wakers = std::mem::take(&mut *self.spare_wakers.borrow_mut());
         let deadline = self.ctx.timers.borrow_mut().fire(&mut wakers);
         for w in wakers.drain(..) {
             w.wake();
         }
+        *self.spare_wakers.borrow_mut() = wakers;
 
         // 2. Submit; wait in the kernel only when nothing is ready.
-        let mut ready = !self.queue.is_empty()
-            || main_woken.load(Ordering::Acquire)
-            || self.shared.notified.load(Ordering::Acquire);
-        if !ready && remote {
-            // Another thread just woke this core: the next wake is likely close behind (a
-            // cross-core conversation). Hand the kernel what is queued (a wake of that peer,
-            // say), then watch the wake flag a few microseconds before sleeping, so neither
-            // side pays the cost of waking a sleeping CPU on every message.
-            self.ctx.driver.borrow_mut().park(false, None);
-            let start = Instant::now();
-            while start.elapsed() < SPIN_AFTER_REMOTE_WAKE {
-                if self.shared.notified.load(Ordering::Acquire)
-                    || main_woken.load(Ordering::Acquire)
-                {
-                    ready = true;
-                    break;
-                }
-                std::hint::spin_loop();
-            }
-        }
+        let ready = self.ready(main_woken) || (remote && self.spin_for_wake(main_woken));
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let mut driver = self.ctx.driver.borrow_mut();
         driver.park(!ready, timeout);
@@ -505,7 +270,43 @@ impl Core {
                 target.wake_by_eventfd();
             }
         }
-        *self.spare_wakers.borrow_mut() = wakers;
+    }
+
+    /// Polls ready tasks, at most `TASKS_PER_TICK`.
+    fn run_tasks(&self) {
+        let mut polled = 0;
+        while polled < TASKS_PER_TICK {
+            let Some(task) = self.queue.pop() else {
+                break;
+            };
+            polled += 1;
+            task.run();
+        }
+        self.tasks_polled
+            .set(self.tasks_polled.get() + polled as u64);
+    }
+
+    /// Whether there is work without waiting: a queued task, the main future, a remote wake.
+    fn ready(&self, main_woken: &AtomicBool) -> bool {
+        !self.queue.is_empty()
+            || main_woken.load(Ordering::Acquire)
+            || self.shared.notified.load(Ordering::Acquire)
+    }
+
+    /// Another thread just woke this core: the next wake is likely close behind (a
+    /// cross-core conversation). Hands the kernel what is queued (a wake of that peer, say),
+    /// then watches the wake flags a few microseconds before sleeping, so neither side pays
+    /// the cost of waking a sleeping CPU on every message. True if a wake came.
+    fn spin_for_wake(&self, main_woken: &AtomicBool) -> bool {
+        self.ctx.driver.borrow_mut().park(false, None);
+        let start = Instant::now();
+        while start.elapsed() < SPIN_AFTER_REMOTE_WAKE {
+            if self.shared.notified.load(Ordering::Acquire) || main_woken.load(Ordering::Acquire) {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        false
     }
 
     fn drain_remote(&self) {
@@ -525,7 +326,7 @@ impl Core {
         for task in drained.tasks {
             // Remote entries become local ones, or go when the task is queued already or
             // finished (dropping one frees at most an empty cell: the module invariant of
-            // task.rs).
+            // `task`).
             if let Some(task) = task.into_local() {
                 queue.push(task);
             }

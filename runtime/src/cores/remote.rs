@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::task::AtomicWaker;
 
-use super::task::RawTask;
-use crate::context::CoreId;
+use crate::context::{self, CoreId};
+use crate::executor::RawTask;
 
 /// The part of a core other threads reach.
 pub(crate) struct Shared {
@@ -134,7 +134,7 @@ impl Shared {
         if self.notified.swap(true, Ordering::AcqRel) {
             return;
         }
-        if !super::msg_ring_wake(self) {
+        if !msg_ring_wake(self) {
             self.wake_by_eventfd();
         }
     }
@@ -179,4 +179,18 @@ impl CoreSet {
     pub(crate) fn len(&self) -> usize {
         self.cores.get().map_or(0, Vec::len)
     }
+}
+
+/// Wakes `target` with an `IORING_OP_MSG_RING` from the current core's ring, if this thread
+/// runs a core (other than `target`), the kernel has MSG_RING and the driver is free.
+fn msg_ring_wake(target: &Shared) -> bool {
+    if context::current_core_id().is_none_or(|id| id == target.id) {
+        return false;
+    }
+    let fd = target.ring_fd.load(Ordering::Acquire);
+    if fd < 0 {
+        return false;
+    }
+    // A wake from inside the driver (while it reaps) takes the eventfd path.
+    context::try_with_driver(|d| d.msg_ring(fd, target.index)).unwrap_or(false)
 }

@@ -1,0 +1,183 @@
+//! The spawn API: `spawn_local` and `spawn` on the current core, `spawn_on` and
+//! `spawn_on_local` on another core of the runtime (through its remote queue), and the
+//! runtime's shape as a task sees it (`core_count`, `current_core`, `yield_now`).
+
+use std::future::Future;
+use std::task::{Context, Poll};
+
+use super::task::RawTask;
+use super::{with_core, JoinHandle};
+
+/// Spawns a future, which need not be `Send`, on the current core.
+///
+/// # Panics
+/// Outside a runtime.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// let v = rt.block_on(async {
+///     let rc = std::rc::Rc::new(5); // not Send
+///     runtime::spawn_local(async move { *rc + 1 }).await.unwrap()
+/// });
+/// assert_eq!(v, 6);
+/// ```
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    with_core(|core| core.spawn(future))
+        .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
+}
+
+/// Spawns a `Send` future on the current core.
+///
+/// # Panics
+/// Outside a runtime.
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    with_core(|core| core.spawn(future))
+        .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
+}
+
+/// Spawns a `Send` future on core `core` of the current runtime (see
+/// [`Builder::cores`](crate::Builder::cores)); the handle may be awaited from any core.
+///
+/// # Panics
+/// Outside a runtime, or if the runtime has no core `core`.
+///
+/// ```
+/// let rt = runtime::Builder::new().cores(2).build().unwrap();
+/// let on = rt.block_on(async {
+///     runtime::spawn_on(1, async { runtime::current_core() }).await.unwrap()
+/// });
+/// assert_eq!(on, Some(1));
+/// ```
+pub fn spawn_on<F>(core: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    // SAFETY: the future is `Send`, so it may move to the target core's thread.
+    unsafe { spawn_on_unchecked(core, future) }
+}
+
+/// Runs `make` on core `core` and spawns the future it returns there. The future need not
+/// be `Send`, only the closure: this is how a core gets work that holds its own sockets.
+///
+/// # Panics
+/// Outside a runtime, or if the runtime has no core `core`.
+///
+/// ```
+/// use std::rc::Rc;
+/// let rt = runtime::Builder::new().cores(2).build().unwrap();
+/// let n = rt.block_on(async {
+///     runtime::spawn_on_local(1, || async {
+///         let local = Rc::new(20); // not Send: lives on core 1 only
+///         runtime::yield_now().await;
+///         *local + 1
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert_eq!(n, 21);
+/// ```
+pub fn spawn_on_local<M, F>(core: usize, make: M) -> JoinHandle<F::Output>
+where
+    M: FnOnce() -> F + Send + 'static,
+    F: Future + 'static,
+    F::Output: Send + 'static,
+{
+    // SAFETY: until its first poll, on the target core, the task holds only `make`, which is
+    // `Send`; the future it makes never leaves that core; the output is `Send`.
+    unsafe { spawn_on_unchecked(core, Lazy::Make(Some(make))) }
+}
+
+/// A future made on its core by its first poll.
+enum Lazy<M, F> {
+    Make(Option<M>),
+    Run(F),
+}
+
+impl<M, F> Future for Lazy<M, F>
+where
+    M: FnOnce() -> F,
+    F: Future,
+{
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: the future is never moved out of the pinned enum; `Make` holds no pinned
+        // data, and once `Run` is set it is only polled in place.
+        let this = unsafe { self.get_unchecked_mut() };
+        if let Lazy::Make(make) = this {
+            let make = make
+                .take()
+                .expect("Lazy polled after a panic in its constructor");
+            *this = Lazy::Run(make());
+        }
+        match this {
+            // SAFETY: pinned in place inside the task's heap cell (see above).
+            Lazy::Run(fut) => unsafe { std::pin::Pin::new_unchecked(fut) }.poll(cx),
+            Lazy::Make(_) => unreachable!("Lazy was just made"),
+        }
+    }
+}
+
+/// `spawn_on` without the `Send` bound.
+///
+/// # Safety
+/// The future may be moved to core `core`'s thread (and dropped on this one if that core is
+/// gone) before its first poll, and its output may be moved back; the caller guarantees
+/// that is sound.
+unsafe fn spawn_on_unchecked<F>(core: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+{
+    with_core(|c| {
+        if c.shared.index == core {
+            return c.spawn(future);
+        }
+        let Some(target) = c.set.get(core) else {
+            panic!("spawn_on({core}): this runtime has {} core(s)", c.set.len())
+        };
+        let (run, list, join) = RawTask::new(future, target.clone(), false);
+        target.push_spawn(run, list);
+        JoinHandle::new(join)
+    })
+    .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
+}
+
+/// How many cores the current runtime has, or `None` outside a runtime.
+pub fn core_count() -> Option<usize> {
+    with_core(|c| c.set.len())
+}
+
+/// The index of the core this thread runs (0 for the thread that built the runtime), or
+/// `None` outside a runtime.
+pub fn current_core() -> Option<usize> {
+    with_core(|c| c.shared.index)
+}
+
+/// Yields to the other ready tasks once.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// rt.block_on(runtime::yield_now());
+/// ```
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
+}
