@@ -1,7 +1,9 @@
 //! Exhaustive interleaving check of the wake paths: no lost wake-up.
 //!
-//! The paths under test (runtime/src/executor/task.rs, shared.rs and the loop's `tick` in
-//! executor/mod.rs), step by step as the code runs them:
+//! The paths under test (runtime/src/executor/task/, cores/remote.rs and the loop's `tick`
+//! in executor/mod.rs), step by step as the code runs them. This model covers the whole
+//! protocol (queue, `notified`, parking) by hand; the state word's transitions themselves
+//! are also checked on the real code, under loom (executor/task/state.rs, scripts/loom.sh):
 //!
 //! - **waker thread** (`waker_wake` off the owning thread / `Shared::push_remote` /
 //!   `notify`): makes the event the task waits for visible; `state.fetch_or(SCHEDULED)`,
