@@ -27,11 +27,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
+use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{alternate, Contestant, Plan};
 use crate::report::{render_grid, Measure, Metric, Summary, Table};
-use crate::server::{no_stats, raise_nofile, Cpus, Ctl, PinGuard, Report, Server};
+use crate::server::{no_stats, Cpus, Ctl, Report, Server};
 use crate::Opts;
 
 /// Bytes each client writes and reads back, as in the seed.

@@ -17,6 +17,11 @@
 //! figure that depends least on it is the server's CPU time per round trip (getrusage
 //! `RUSAGE_THREAD` in the server thread, over the same window the client measures; see
 //! `shared/BENCHMARKS.md`).
+//!
+//! The driver here serves `echo-cores` too (`echo_cores.rs`): [`each_config`] runs both
+//! configurations, [`measure`] alternates the contestants of a [`Spec`] under the load
+//! generator and prints the two tables (rates; latency and server CPU per round trip), and a
+//! server takes part through [`EchoServer`], which says how it measures its CPU time.
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -27,11 +32,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use runtime::buf::IoBuf;
+use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{alternate, Contestant, Plan};
-use crate::report::{render_grid, Measure, Metric, Series, Summary, Table};
-use crate::server::{no_stats, raise_nofile, Cpus, Ctl, Histogram, PinGuard, Report, Server};
+use crate::report::{render_grid, Measure, Metric, Summary, Table};
+use crate::server::{no_stats, Cpus, Ctl, Histogram, Server};
 use crate::Opts;
 
 /// Ring size of the runtime's server.
@@ -60,17 +66,14 @@ pub(crate) const CONFIGS: [Config; 2] = [
     },
 ];
 
-/// What one run measured besides the rate.
-struct Extra {
-    p50: Duration,
-    p99: Duration,
-    server: Report,
-}
-
-/// Runs the benchmark and prints one table per configuration.
-pub fn run(opts: &Opts) -> io::Result<()> {
+/// Runs `one` for each of [`CONFIGS`] with the plan `opts` asks for (the window in ms as
+/// the count) and the raised `RLIMIT_NOFILE`, a blank line between them: the frame of every
+/// echo benchmark.
+pub(crate) fn each_config(
+    opts: &Opts,
+    mut one: impl FnMut(Config, Plan, u64) -> io::Result<()>,
+) -> io::Result<()> {
     let nofile = raise_nofile()?;
-    let cpus = Cpus::pick();
     let secs = opts.seconds.unwrap_or(if opts.quick { 1.0 } else { 5.0 });
     let window_ms = (secs * 1000.0).round().max(1.0) as u64;
     let plan = Plan {
@@ -84,43 +87,105 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         if i > 0 {
             println!();
         }
-        one_config(*cfg, plan, cpus, nofile)?;
+        one(*cfg, plan, nofile)?;
     }
     Ok(())
 }
 
-fn one_config(cfg: Config, plan: Plan, cpus: Cpus, nofile: u64) -> io::Result<()> {
-    let msg = cfg.msg;
-    let mut servers = vec![
-        Server::spawn("echo-runtime", cpus.server, move |l, c| {
-            runtime_server(l, c, msg)
-        })?,
-        Server::spawn("echo-tokio", cpus.server, move |l, c| {
-            tokio_server(l, c, msg)
-        })?,
-        Server::spawn("echo-raw", cpus.server, move |l, c| {
-            crate::raw_echo::serve(l, c, msg)
-        })?,
-    ];
-    let mut names = vec!["runtime", "tokio current-thread", "raw ring"];
-    for (name, srv) in peer_servers(cpus.server, msg) {
-        names.push(name);
-        servers.push(srv);
+/// A server as the echo driver sees it: where to connect, what it is told of each run, and
+/// what it measured.
+pub(crate) trait EchoServer {
+    /// Where its listener is bound.
+    fn addr(&self) -> SocketAddr;
+    /// Each [`Phase`] of a client run as it comes, on the client thread.
+    fn phase(&self, phase: Phase);
+    /// Its figures over the window of `cfg`'s load that just closed (`window`: the client's).
+    fn figures(&self, cfg: Config, window: &Window) -> io::Result<ServerFigures>;
+}
+
+/// What a server spent over one window.
+pub(crate) struct ServerFigures {
+    /// `io_uring_enter` calls, where the server counts them.
+    pub(crate) enters: Option<u64>,
+    /// Server CPU time.
+    pub(crate) cpu: Duration,
+    /// The wall time `cpu` was spent in.
+    pub(crate) elapsed: Duration,
+    /// Round trips `cpu` served.
+    pub(crate) rts: f64,
+    /// Bytes each server core echoed; empty where the server does not count them (and the
+    /// details table then has no traffic column).
+    pub(crate) per_core: Vec<u64>,
+}
+
+impl ServerFigures {
+    fn us_per_rt(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.rts.max(1.0)
     }
-    let pin = PinGuard::new(cpus.client)?;
+
+    fn busy(&self) -> f64 {
+        self.cpu.as_secs_f64() / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// What one run measured besides the rate.
+struct Extra {
+    p50: Duration,
+    p99: Duration,
+    server: ServerFigures,
+}
+
+/// An echo benchmark's contestants and what its tables say: all that differs between `echo`
+/// and `echo-cores`.
+pub(crate) struct Spec<'a> {
+    /// The tables' name: `echo`, `echo-cores`.
+    pub(crate) name: &'static str,
+    /// The contestants in row order, each with its own server.
+    pub(crate) rows: Vec<(String, &'a dyn EchoServer)>,
+    /// The row the first table's ratios are taken against, and its short name (`tokio`).
+    pub(crate) baseline: (usize, &'static str),
+    /// The rows every row's server CPU per round trip is compared with (`CPU vs raw`).
+    pub(crate) cpu_vs: Vec<(usize, &'static str)>,
+    /// The row every row's rate is compared with in the details (`rt/s vs raw`), if any.
+    pub(crate) rate_vs: Option<(usize, &'static str)>,
+    /// Header of the server's CPU over wall time.
+    pub(crate) busy: &'static str,
+    /// The CPU the load generator is pinned to.
+    pub(crate) client_cpu: usize,
+    /// Lines under the first table.
+    pub(crate) notes: Vec<String>,
+    /// The line above the details table.
+    pub(crate) details: &'static str,
+    /// Lines under the details table.
+    pub(crate) after: &'static [&'static str],
+}
+
+/// Measures `spec`'s contestants alternately with the load of `cfg` and prints its two
+/// tables: rates (and enters, RSS), then latency and server CPU per round trip.
+pub(crate) fn measure(spec: &Spec<'_>, cfg: Config, plan: Plan) -> io::Result<()> {
+    let pin = PinGuard::new(spec.client_cpu)?;
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let extras: Vec<RefCell<Vec<Extra>>> = servers.iter().map(|_| RefCell::default()).collect();
-    let mut contestants: Vec<Contestant<'_>> = servers
+    let extras: Vec<RefCell<Vec<Extra>>> = spec.rows.iter().map(|_| RefCell::default()).collect();
+    let mut contestants: Vec<Contestant<'_>> = spec
+        .rows
         .iter()
         .zip(&extras)
-        .zip(names.iter().copied())
-        .map(|((srv, extra), name)| {
-            let (addr, ctl, client) = (srv.addr, srv.ctl.clone(), &client);
-            Contestant::new(name, move |ms| {
-                let (m, e) = one_run(client, addr, &ctl, cfg, Duration::from_millis(ms))?;
-                extra.borrow_mut().push(e);
+        .map(|((name, srv), extra)| {
+            let client = &client;
+            Contestant::new(name.clone(), move |ms| {
+                let (w, server) = one_run(client, *srv, cfg, Duration::from_millis(ms))?;
+                let m = Measure {
+                    ops: w.ops,
+                    elapsed: w.elapsed,
+                    enters: server.enters,
+                };
+                extra.borrow_mut().push(Extra {
+                    p50: w.hist.quantile(0.50),
+                    p99: w.hist.quantile(0.99),
+                    server,
+                });
                 Ok(m)
             })
         })
@@ -128,47 +193,213 @@ fn one_config(cfg: Config, plan: Plan, cpus: Cpus, nofile: u64) -> io::Result<()
     let (series, _) = alternate(&mut contestants, plan)?;
     drop(contestants);
     drop(pin);
-    for srv in servers {
-        srv.stop()?;
-    }
     // Each contestant's first extra is its warm-up run's.
     let extras: Vec<Vec<Extra>> = extras
         .into_iter()
         .map(|e| e.into_inner().into_iter().skip(1).collect())
         .collect();
+    let rates: Vec<f64> = series
+        .iter()
+        .map(|s| Summary::of(&s.runs.iter().map(Measure::rate).collect::<Vec<_>>()).median)
+        .collect();
     let table = Table {
         title: format!(
-            "echo: {} connections x {} B ping-pong, {:.1} s windows, median of {} runs",
+            "{}: {} connections x {} B ping-pong, {:.1} s windows, median of {} runs",
+            spec.name,
             cfg.conns,
             cfg.msg,
             plan.count as f64 / 1000.0,
             plan.runs
         ),
         metric: Metric::Rate("rt/s"),
-        ratio_label: "vs tokio".to_string(),
-        baseline: 1,
-        series: series.clone(),
-        notes: vec![
-            format!(
-                "{}; client: tokio current-thread, one task per connection; \
-                 RLIMIT_NOFILE {nofile}",
-                cpus.describe()
-            ),
-            "enters/op: the server's io_uring_enter calls per round trip (runtime::stats; \
-             the raw ring counts its own)"
-                .to_string(),
-        ],
+        ratio_label: format!("vs {}", spec.baseline.1),
+        baseline: spec.baseline.0,
+        series,
+        notes: spec.notes.clone(),
     };
     print!("{}", table.render());
-    print!("{}", details(&names, &series, &extras, cfg.msg));
-    println!(
-        "  target: >= 1.3x tokio and >= 0.9x the raw ring; < 1 enter per round trip under load"
-    );
-    println!(
-        "  (where the raw ring itself is under 1.3x tokio, the bar is the raw ring: \
-         within 5% of its server CPU per round trip)"
-    );
+    println!("  {}", spec.details);
+    print!("{}", render_grid(&details(spec, &extras, &rates), 4));
+    for line in spec.after {
+        println!("  {line}");
+    }
     Ok(())
+}
+
+/// One run against `srv`: the client's window, and the server's figures over it.
+pub(crate) fn one_run(
+    client: &tokio::runtime::Runtime,
+    srv: &dyn EchoServer,
+    cfg: Config,
+    window: Duration,
+) -> io::Result<(Window, ServerFigures)> {
+    let w = drive(client, srv.addr(), cfg, window, &|p| srv.phase(p))?;
+    let server = srv.figures(cfg, &w)?;
+    Ok((w, server))
+}
+
+/// The details table: latency, server CPU per round trip, and its ratios between rows.
+fn details(spec: &Spec<'_>, extras: &[Vec<Extra>], rates: &[f64]) -> Vec<Vec<String>> {
+    let med = |v: Vec<f64>| Summary::of(&v).median;
+    let cpu: Vec<Summary> = extras
+        .iter()
+        .map(|x| Summary::of(&x.iter().map(|e| e.server.us_per_rt()).collect::<Vec<_>>()))
+        .collect();
+    let traffic = extras
+        .iter()
+        .flatten()
+        .any(|e| !e.server.per_core.is_empty());
+    let mut header: Vec<String> = [
+        "",
+        "p50 us",
+        "p99 us",
+        "server us/rt median",
+        "min",
+        "max",
+        spec.busy,
+    ]
+    .map(String::from)
+    .to_vec();
+    header.extend(spec.cpu_vs.iter().map(|(_, to)| format!("CPU vs {to}")));
+    header.extend(spec.rate_vs.map(|(_, to)| format!("rt/s vs {to}")));
+    if traffic {
+        header.push("traffic per core".to_string());
+    }
+    let mut rows = vec![header];
+    for (i, (name, _)) in spec.rows.iter().enumerate() {
+        let x = &extras[i];
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let mut row = vec![
+            name.clone(),
+            format!("{:.1}", med(x.iter().map(|e| us(e.p50)).collect())),
+            format!("{:.1}", med(x.iter().map(|e| us(e.p99)).collect())),
+            format!("{:.2}", cpu[i].median),
+            format!("{:.2}", cpu[i].min),
+            format!("{:.2}", cpu[i].max),
+            format!(
+                "{:.0}%",
+                med(x.iter().map(|e| e.server.busy()).collect()) * 100.0
+            ),
+        ];
+        row.extend(
+            spec.cpu_vs
+                .iter()
+                .map(|&(j, _)| format!("{:.2}x", cpu[j].median / cpu[i].median)),
+        );
+        row.extend(
+            spec.rate_vs
+                .map(|(j, _)| format!("{:.2}x", rates[i] / rates[j])),
+        );
+        if traffic {
+            row.push(traffic_shares(x));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// `21% / 79%`: each core's share of the bytes echoed, summed over the runs.
+fn traffic_shares(runs: &[Extra]) -> String {
+    let mut per_core = vec![0u64; runs.first().map_or(0, |e| e.server.per_core.len())];
+    for e in runs {
+        for (t, b) in per_core.iter_mut().zip(&e.server.per_core) {
+            *t += b;
+        }
+    }
+    let total = per_core.iter().sum::<u64>().max(1) as f64;
+    per_core
+        .iter()
+        .map(|&b| format!("{:.0}%", 100.0 * b as f64 / total))
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// Runs the benchmark and prints two tables per configuration.
+pub fn run(opts: &Opts) -> io::Result<()> {
+    let cpus = Cpus::pick();
+    each_config(opts, |cfg, plan, nofile| {
+        let msg = cfg.msg;
+        let mut servers = vec![
+            Server::spawn("echo-runtime", cpus.server, move |l, c| {
+                runtime_server(l, c, msg)
+            })?,
+            Server::spawn("echo-tokio", cpus.server, move |l, c| {
+                tokio_server(l, c, msg)
+            })?,
+            Server::spawn("echo-raw", cpus.server, move |l, c| {
+                crate::raw_echo::serve(l, c, msg)
+            })?,
+        ];
+        let mut names = vec!["runtime", "tokio current-thread", "raw ring"];
+        for (name, srv) in peer_servers(cpus.server, msg) {
+            names.push(name);
+            servers.push(srv);
+        }
+        let spec = Spec {
+            name: "echo",
+            rows: names
+                .iter()
+                .zip(&servers)
+                .map(|(name, srv)| (name.to_string(), srv as &dyn EchoServer))
+                .collect(),
+            baseline: (1, "tokio"),
+            cpu_vs: vec![(1, "tokio"), (2, "raw")],
+            rate_vs: Some((2, "raw")),
+            busy: "server busy",
+            client_cpu: cpus.client,
+            notes: vec![
+                format!(
+                    "{}; client: tokio current-thread, one task per connection; \
+                     RLIMIT_NOFILE {nofile}",
+                    cpus.describe()
+                ),
+                "enters/op: the server's io_uring_enter calls per round trip (runtime::stats; \
+                 the raw ring counts its own)"
+                    .to_string(),
+            ],
+            details: "latency (client, median over runs), server CPU per round trip (getrusage \
+                      RUSAGE_THREAD); CPU vs X: X's us/rt over this row's (>1: less CPU)",
+            after: &[
+                "target: >= 1.3x tokio and >= 0.9x the raw ring; < 1 enter per round trip under \
+                 load",
+                "(where the raw ring itself is under 1.3x tokio, the bar is the raw ring: \
+                 within 5% of its server CPU per round trip)",
+            ],
+        };
+        let measured = measure(&spec, cfg, plan);
+        drop(spec);
+        for srv in servers {
+            srv.stop()?;
+        }
+        measured
+    })
+}
+
+/// A server of this benchmark is told the phases through its [`Ctl`] and reports its own
+/// thread's CPU time and the bytes it echoed.
+impl EchoServer for Server {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn phase(&self, phase: Phase) {
+        match phase {
+            Phase::Warm => self.ctl.warm(),
+            Phase::Open => self.ctl.measure(u64::MAX),
+            Phase::Close => self.ctl.done(),
+        }
+    }
+
+    fn figures(&self, cfg: Config, _window: &Window) -> io::Result<ServerFigures> {
+        let report = self.ctl.report()?;
+        Ok(ServerFigures {
+            enters: report.stats.map(|s| s.enters),
+            cpu: report.cpu,
+            elapsed: report.elapsed,
+            rts: report.count as f64 / cfg.msg as f64,
+            per_core: Vec::new(),
+        })
+    }
 }
 
 /// The peer runtimes' echo servers (feature `peers`), each a row after the raw ring's.
@@ -183,98 +414,12 @@ fn peer_servers(_cpu: usize, _msg: usize) -> Vec<(&'static str, Server)> {
     Vec::new()
 }
 
-/// The second table: latency, server CPU per round trip, and ratios to tokio and raw.
-fn details(names: &[&str], series: &[Series], extras: &[Vec<Extra>], msg: usize) -> String {
-    let cpu_per_rt = |e: &Extra| {
-        let rts = e.server.count as f64 / msg as f64;
-        e.server.cpu.as_secs_f64() * 1e6 / rts.max(1.0)
-    };
-    let med = |v: Vec<f64>| Summary::of(&v);
-    let cpu: Vec<Summary> = extras
-        .iter()
-        .map(|x| med(x.iter().map(cpu_per_rt).collect()))
-        .collect();
-    let rate: Vec<f64> = series
-        .iter()
-        .map(|s| med(s.runs.iter().map(Measure::rate).collect()).median)
-        .collect();
-    let (tokio, raw) = (1, 2);
-    let mut rows = vec![[
-        "",
-        "p50 us",
-        "p99 us",
-        "server us/rt median",
-        "min",
-        "max",
-        "server busy",
-        "CPU vs tokio",
-        "CPU vs raw",
-        "rt/s vs raw",
-    ]
-    .map(String::from)
-    .to_vec()];
-    for (i, name) in names.iter().enumerate() {
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
-        let x = &extras[i];
-        let busy = med(x
-            .iter()
-            .map(|e| e.server.cpu.as_secs_f64() / e.server.elapsed.as_secs_f64().max(1e-9))
-            .collect());
-        rows.push(vec![
-            name.to_string(),
-            format!("{:.1}", med(x.iter().map(|e| us(e.p50)).collect()).median),
-            format!("{:.1}", med(x.iter().map(|e| us(e.p99)).collect()).median),
-            format!("{:.2}", cpu[i].median),
-            format!("{:.2}", cpu[i].min),
-            format!("{:.2}", cpu[i].max),
-            format!("{:.0}%", busy.median * 100.0),
-            format!("{:.2}x", cpu[tokio].median / cpu[i].median),
-            format!("{:.2}x", cpu[raw].median / cpu[i].median),
-            format!("{:.2}x", rate[i] / rate[raw]),
-        ]);
-    }
-    let mut out = String::from(
-        "  latency (client, median over runs), server CPU per round trip (getrusage \
-         RUSAGE_THREAD); CPU vs X: X's us/rt over this row's (>1: less CPU)\n",
-    );
-    out.push_str(&render_grid(&rows, 4));
-    out
-}
-
 /// The client's view of the current run, shared by its connection tasks.
 struct ClientState {
     /// 0 ramp, 1 measuring, 2 stop.
     phase: Cell<u8>,
     count: Cell<u64>,
     hist: RefCell<Histogram>,
-}
-
-/// One run: connect `cfg.conns`, ramp, measure for `window`, close; with the server's report.
-fn one_run(
-    client: &tokio::runtime::Runtime,
-    addr: SocketAddr,
-    ctl: &Ctl,
-    cfg: Config,
-    window: Duration,
-) -> io::Result<(Measure, Extra)> {
-    let w = drive(client, addr, cfg, window, &|phase| match phase {
-        Phase::Warm => ctl.warm(),
-        Phase::Open => ctl.measure(u64::MAX),
-        Phase::Close => ctl.done(),
-    })?;
-    let server = ctl.report()?;
-    Ok((
-        Measure {
-            ops: w.ops,
-            elapsed: w.elapsed,
-            enters: server.stats.map(|s| s.enters),
-        },
-        Extra {
-            p50: w.hist.quantile(0.50),
-            p99: w.hist.quantile(0.99),
-            server,
-        },
-    ))
 }
 
 /// The moments of a client run at which [`drive`] calls its hook, on the client thread.
@@ -300,7 +445,7 @@ pub(crate) struct Window {
 
 /// The load generator: connect `cfg.conns`, ramp for [`RAMP`], measure for `window`, close;
 /// `hook` is told each [`Phase`] as it comes.
-pub(crate) fn drive(
+fn drive(
     client: &tokio::runtime::Runtime,
     addr: SocketAddr,
     cfg: Config,
@@ -365,8 +510,9 @@ pub(crate) fn drive(
     })
 }
 
-/// This runtime's half of one connection: read once, write back what came, until the end.
-async fn runtime_conn(stream: net::TcpStream, ctl: Arc<Ctl>, msg: usize) {
+/// This runtime's half of one connection: read once, write back what came, until the end;
+/// `echoed` is told the size of each message echoed (`echo-cores` has it too).
+pub(crate) async fn runtime_conn(stream: net::TcpStream, msg: usize, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; msg].into_boxed_slice();
     // Hot path: one recv and (unless the socket takes a short write) one send per message.
@@ -381,9 +527,8 @@ async fn runtime_conn(stream: net::TcpStream, ctl: Arc<Ctl>, msg: usize) {
         if res.is_err() {
             break;
         }
-        ctl.tick(n as u64, runtime::stats);
+        echoed(n as u64);
     }
-    ctl.tick(0, runtime::stats);
 }
 
 fn runtime_server(listener: std::net::TcpListener, ctl: Arc<Ctl>, msg: usize) -> io::Result<()> {
@@ -397,7 +542,11 @@ fn runtime_server(listener: std::net::TcpListener, ctl: Arc<Ctl>, msg: usize) ->
             }
             match accepted {
                 Ok(stream) => {
-                    runtime::spawn_local(runtime_conn(stream, ctl.clone(), msg));
+                    let ctl = ctl.clone();
+                    runtime::spawn_local(async move {
+                        runtime_conn(stream, msg, |n| ctl.tick(n, runtime::stats)).await;
+                        ctl.tick(0, runtime::stats);
+                    });
                 }
                 Err(e) => eprintln!("bench echo: runtime server: {e}"),
             }
@@ -466,11 +615,10 @@ mod tests {
             .build()
             .expect("client runtime");
         for _ in 0..2 {
-            let (m, e) =
-                one_run(&client, srv.addr, &srv.ctl, CFG, Duration::from_millis(50)).expect("run");
-            assert!(m.ops > 0);
-            assert!(e.server.count > 0);
-            assert!(e.p50 <= e.p99);
+            let (w, server) = one_run(&client, srv, CFG, Duration::from_millis(50)).expect("run");
+            assert!(w.ops > 0);
+            assert!(server.rts > 0.0);
+            assert!(w.hist.quantile(0.50) <= w.hist.quantile(0.99));
         }
     }
 

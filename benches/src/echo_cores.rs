@@ -1,7 +1,7 @@
 //! `bench echo-cores`: the echo benchmark's runtime server on one core and on N cores.
 //!
-//! The same load as `bench echo` (see `echo.rs`: the tokio current-thread load generator,
-//! both configurations) against two servers measured alternately:
+//! The same load, configurations and tables as `bench echo` (its driver in `echo.rs`: the
+//! tokio current-thread load generator) against two servers measured alternately:
 //! - `runtime cores(1)`: one core, one listener, as in `bench echo`;
 //! - `runtime cores(N)` (`--cores N`, default 2): one `SO_REUSEPORT` listener per core on
 //!   one port, each bound on its own core (`spawn_on(core, ..)` carries only the address;
@@ -17,7 +17,7 @@
 //! `RUSAGE_SELF`) less the client thread's (`RUSAGE_THREAD`), both read by the client at
 //! the window's edges; the other, idle server's threads sleep in `io_uring_enter`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -28,49 +28,77 @@ use std::time::Duration;
 use futures::channel::oneshot;
 use futures::StreamExt;
 use net::ListenOptions;
-use runtime::buf::IoBuf;
+use sysutil::{cpu_time, Who};
 
-use crate::echo::{drive, Config, Phase, CONFIGS, ENTRIES};
-use crate::harness::{alternate, Contestant, Plan};
-use crate::report::{render_grid, Measure, Metric, Summary, Table};
-use crate::server::{process_cpu, raise_nofile, thread_cpu, PinGuard};
+use crate::echo::{
+    each_config, measure, runtime_conn, Config, EchoServer, Phase, ServerFigures, Spec, Window,
+    ENTRIES,
+};
+use crate::server::Cpus;
 use crate::Opts;
 
 /// How long a server may take to bind its listeners.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs the benchmark and prints one table per configuration.
+/// Runs the benchmark and prints two tables per configuration.
 pub fn run(opts: &Opts) -> io::Result<()> {
-    let nofile = raise_nofile()?;
     let cores = opts.cores.unwrap_or(2);
-    let allowed = crate::allowed_cpus();
-    let secs = opts.seconds.unwrap_or(if opts.quick { 1.0 } else { 5.0 });
-    let window_ms = (secs * 1000.0).round().max(1.0) as u64;
-    let plan = Plan {
-        count: window_ms,
-        warmup: (window_ms / 4).max(200),
-        runs: opts.runs.unwrap_or(if opts.quick { 3 } else { 5 }),
-        seconds: None,
-        granule: 1,
+    let allowed = sysutil::allowed_cpus();
+    let client_cpu = Cpus::pick().client;
+    // Core i of a server runs on the i-th allowed CPU (wrapping around).
+    let cpus_of = |n: usize| -> Vec<usize> {
+        (0..n)
+            .map(|i| allowed.get(i % allowed.len().max(1)).copied().unwrap_or(0))
+            .collect()
     };
-    for (i, cfg) in CONFIGS.iter().enumerate() {
-        if i > 0 {
-            println!();
+    each_config(opts, |cfg, plan, nofile| {
+        let counts = [1, cores];
+        let servers = counts
+            .iter()
+            .map(|&n| CoreServer::start(n, &allowed, cfg.msg))
+            .collect::<io::Result<Vec<_>>>()?;
+        let spec = Spec {
+            name: "echo-cores",
+            rows: counts
+                .iter()
+                .zip(&servers)
+                .map(|(n, srv)| (format!("runtime cores({n})"), srv as &dyn EchoServer))
+                .collect(),
+            baseline: (0, "cores(1)"),
+            cpu_vs: vec![(0, "cores(1)")],
+            rate_vs: None,
+            busy: "server CPU busy",
+            client_cpu,
+            notes: vec![
+                format!(
+                    "server cores pinned to CPUs {:?} (cores(1): {:?}); client: tokio \
+                     current-thread on CPU {client_cpu}; RLIMIT_NOFILE {nofile}",
+                    cpus_of(cores),
+                    cpus_of(1)
+                ),
+                format!(
+                    "NOTE: the client shares this {}-CPU machine with the server: under \
+                     cores({cores}) it shares CPU {client_cpu} with a server core, so a server \
+                     core gained is CPU the load generator loses",
+                    allowed.len()
+                ),
+            ],
+            details: "latency (client, median over runs), server CPU per round trip (getrusage \
+                      RUSAGE_SELF less the client thread's RUSAGE_THREAD); server CPU busy: of \
+                      one CPU (cores(N) can reach N x 100%); CPU vs cores(1): its us/rt over \
+                      this row's (>1: less CPU)",
+            after: &[
+                "traffic per core: bytes echoed by each core's connections (SO_REUSEPORT \
+                      hashes each connection to one core's listener)",
+            ],
+        };
+        let measured = measure(&spec, cfg, plan);
+        drop(spec);
+        for srv in servers {
+            srv.stop()?;
         }
-        one_config(*cfg, plan, &allowed, cores, nofile)?;
-    }
-    Ok(())
-}
-
-/// What one run measured besides the rate.
-struct Extra {
-    p50: Duration,
-    p99: Duration,
-    /// Server CPU over the window (process less client thread).
-    cpu: Duration,
-    elapsed: Duration,
-    /// Bytes each core echoed in the window.
-    per_core: Vec<u64>,
+        measured
+    })
 }
 
 /// CPU snapshot at a window edge: (process, client thread), with the servers' byte counts.
@@ -80,183 +108,43 @@ struct Edge {
     bytes: Vec<u64>,
 }
 
-fn one_config(
-    cfg: Config,
-    plan: Plan,
-    allowed: &[usize],
-    cores: usize,
-    nofile: u64,
-) -> io::Result<()> {
-    let counts = [1, cores];
-    let servers = counts
-        .iter()
-        .map(|&n| CoreServer::start(n, allowed, cfg.msg))
-        .collect::<io::Result<Vec<_>>>()?;
-    let client_cpu = allowed.get(1).or(allowed.first()).copied().unwrap_or(0);
-    let pin = PinGuard::new(client_cpu)?;
-    let client = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let extras: Vec<RefCell<Vec<Extra>>> = counts.iter().map(|_| RefCell::default()).collect();
-    let names: Vec<String> = counts
-        .iter()
-        .map(|n| format!("runtime cores({n})"))
-        .collect();
-    let mut contestants: Vec<Contestant<'_>> = servers
-        .iter()
-        .zip(&extras)
-        .zip(&names)
-        .map(|((srv, extra), name)| {
-            let client = &client;
-            Contestant::new(name.clone(), move |ms| {
-                let edges: [Cell<Option<Edge>>; 2] = Default::default();
-                let w = drive(client, srv.addr, cfg, Duration::from_millis(ms), &|p| {
-                    let edge = || Edge {
-                        process: process_cpu(),
-                        client: thread_cpu(),
-                        bytes: srv.bytes(),
-                    };
-                    match p {
-                        Phase::Warm => {}
-                        Phase::Open => edges[0].set(Some(edge())),
-                        Phase::Close => edges[1].set(Some(edge())),
-                    }
-                })?;
-                let [Some(a), Some(b)] = edges.map(Cell::into_inner) else {
-                    return Err(io::Error::other("the client skipped a window edge"));
-                };
-                let process = b.process.saturating_sub(a.process);
-                let client_cpu = b.client.saturating_sub(a.client);
-                extra.borrow_mut().push(Extra {
-                    p50: w.hist.quantile(0.50),
-                    p99: w.hist.quantile(0.99),
-                    cpu: process.saturating_sub(client_cpu),
-                    elapsed: w.elapsed,
-                    per_core: b.bytes.iter().zip(&a.bytes).map(|(b, a)| b - a).collect(),
-                });
-                Ok(Measure {
-                    ops: w.ops,
-                    elapsed: w.elapsed,
-                    enters: None,
-                })
+/// Server CPU per round trip: the process's CPU time over the window less the client
+/// thread's, both read by the client at the window's edges (the other, idle server's threads
+/// sleep in `io_uring_enter`); round trips as the client counted them.
+impl EchoServer for CoreServer {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn phase(&self, phase: Phase) {
+        let edge = || {
+            Some(Edge {
+                process: cpu_time(Who::Process),
+                client: cpu_time(Who::Thread),
+                bytes: self.bytes(),
             })
-        })
-        .collect();
-    let (series, _) = alternate(&mut contestants, plan)?;
-    drop(contestants);
-    drop(pin);
-    for srv in servers {
-        srv.stop()?;
-    }
-    // Each contestant's first extra is its warm-up run's.
-    let extras: Vec<Vec<Extra>> = extras
-        .into_iter()
-        .map(|e| e.into_inner().into_iter().skip(1).collect())
-        .collect();
-
-    let cpus_of = |n: usize| -> Vec<usize> {
-        (0..n)
-            .map(|i| allowed.get(i % allowed.len().max(1)).copied().unwrap_or(0))
-            .collect()
-    };
-    let table = Table {
-        title: format!(
-            "echo-cores: {} connections x {} B ping-pong, {:.1} s windows, median of {} runs",
-            cfg.conns,
-            cfg.msg,
-            plan.count as f64 / 1000.0,
-            plan.runs
-        ),
-        metric: Metric::Rate("rt/s"),
-        ratio_label: "vs cores(1)".to_string(),
-        baseline: 0,
-        series: series.clone(),
-        notes: vec![
-            format!(
-                "server cores pinned to CPUs {:?} (cores(1): {:?}); client: tokio current-thread \
-                 on CPU {client_cpu}; RLIMIT_NOFILE {nofile}",
-                cpus_of(cores),
-                cpus_of(1)
-            ),
-            format!(
-                "NOTE: the client shares this {}-CPU machine with the server: under cores({cores}) \
-                 it shares CPU {client_cpu} with a server core, so a server core gained is CPU \
-                 the load generator loses",
-                allowed.len()
-            ),
-        ],
-    };
-    print!("{}", table.render());
-
-    let cpu_per_rt = |e: &Extra, rts: f64| e.cpu.as_secs_f64() * 1e6 / rts.max(1.0);
-    let mut rows = vec![[
-        "",
-        "p50 us",
-        "p99 us",
-        "server us/rt median",
-        "min",
-        "max",
-        "server CPU busy",
-        "CPU vs cores(1)",
-        "traffic per core",
-    ]
-    .map(String::from)
-    .to_vec()];
-    let cpu: Vec<Summary> = extras
-        .iter()
-        .zip(&series)
-        .map(|(x, s)| {
-            let v: Vec<f64> = x
-                .iter()
-                .zip(&s.runs)
-                .map(|(e, m)| cpu_per_rt(e, m.ops as f64))
-                .collect();
-            Summary::of(&v)
-        })
-        .collect();
-    for (i, name) in names.iter().enumerate() {
-        let x = &extras[i];
-        let med = |v: Vec<f64>| Summary::of(&v).median;
-        let us = |d: Duration| d.as_secs_f64() * 1e6;
-        let busy = med(x
-            .iter()
-            .map(|e| e.cpu.as_secs_f64() / e.elapsed.as_secs_f64().max(1e-9))
-            .collect());
-        // Each core's share of the bytes echoed, summed over the runs.
-        let mut per_core = vec![0u64; x.first().map_or(0, |e| e.per_core.len())];
-        for e in x {
-            for (t, b) in per_core.iter_mut().zip(&e.per_core) {
-                *t += b;
-            }
+        };
+        match phase {
+            Phase::Warm => {}
+            Phase::Open => self.edges[0].set(edge()),
+            Phase::Close => self.edges[1].set(edge()),
         }
-        let total = per_core.iter().sum::<u64>().max(1) as f64;
-        let shares: Vec<String> = per_core
-            .iter()
-            .map(|&b| format!("{:.0}%", 100.0 * b as f64 / total))
-            .collect();
-        rows.push(vec![
-            name.clone(),
-            format!("{:.1}", med(x.iter().map(|e| us(e.p50)).collect())),
-            format!("{:.1}", med(x.iter().map(|e| us(e.p99)).collect())),
-            format!("{:.2}", cpu[i].median),
-            format!("{:.2}", cpu[i].min),
-            format!("{:.2}", cpu[i].max),
-            format!("{:.0}%", busy * 100.0),
-            format!("{:.2}x", cpu[0].median / cpu[i].median),
-            shares.join(" / "),
-        ]);
     }
-    println!(
-        "  latency (client, median over runs), server CPU per round trip (getrusage RUSAGE_SELF \
-         less the client thread's RUSAGE_THREAD); server CPU busy: of one CPU (cores(N) can \
-         reach N x 100%); CPU vs cores(1): its us/rt over this row's (>1: less CPU)"
-    );
-    print!("{}", render_grid(&rows, 4));
-    println!(
-        "  traffic per core: bytes echoed by each core's connections (SO_REUSEPORT hashes each \
-         connection to one core's listener)"
-    );
-    Ok(())
+
+    fn figures(&self, _cfg: Config, window: &Window) -> io::Result<ServerFigures> {
+        let (Some(a), Some(b)) = (self.edges[0].take(), self.edges[1].take()) else {
+            return Err(io::Error::other("the client skipped a window edge"));
+        };
+        let process = b.process.saturating_sub(a.process);
+        let client = b.client.saturating_sub(a.client);
+        Ok(ServerFigures {
+            enters: None,
+            cpu: process.saturating_sub(client),
+            elapsed: window.elapsed,
+            rts: window.ops as f64,
+            per_core: b.bytes.iter().zip(&a.bytes).map(|(b, a)| b - a).collect(),
+        })
+    }
 }
 
 /// A byte counter written by one core only (padded: the cores' counters share no line).
@@ -278,6 +166,8 @@ struct CoreServer {
     bytes: Arc<[PerCore]>,
     /// One per core: sending (or dropping) it ends that core's accept loop.
     stops: Vec<oneshot::Sender<()>>,
+    /// The current run's window edges, as the client took them (opening, closing).
+    edges: [Cell<Option<Edge>>; 2],
     thread: Option<JoinHandle<io::Result<()>>>,
 }
 
@@ -297,6 +187,7 @@ impl CoreServer {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             bytes,
             stops,
+            edges: Default::default(),
             thread: Some(thread),
         };
         match ready_rx.recv_timeout(START_TIMEOUT) {
@@ -434,7 +325,8 @@ async fn serve_core(
         while let Some(accepted) = incoming.next().await {
             match accepted {
                 Ok(stream) => {
-                    runtime::spawn_local(conn(stream, bytes.clone(), core, msg));
+                    let bytes = bytes.clone();
+                    runtime::spawn_local(runtime_conn(stream, msg, move |n| bytes[core].add(n)));
                 }
                 Err(e) => eprintln!("bench echo-cores: core {core}: {e}"),
             }
@@ -445,42 +337,23 @@ async fn serve_core(
     Ok(())
 }
 
-/// One connection, as `echo.rs`'s runtime server handles it: read once, write back what came.
-async fn conn(stream: net::TcpStream, bytes: Arc<[PerCore]>, core: usize, msg: usize) {
-    let _ = stream.set_nodelay(true);
-    let mut buf = vec![0u8; msg].into_boxed_slice();
-    // Hot path: one recv and (unless the socket takes a short write) one send per message.
-    loop {
-        let (res, b) = stream.read(buf).await;
-        let n = match res {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let (res, slice) = stream.write_all(b.slice(..n)).await;
-        buf = slice.into_inner();
-        if res.is_err() {
-            break;
-        }
-        bytes[core].add(n as u64);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::echo::one_run;
 
     #[test]
     fn two_core_server_echoes_on_both_cores() {
-        let allowed = crate::allowed_cpus();
-        let srv = CoreServer::start(2, &allowed, 512).expect("server");
+        let srv = CoreServer::start(2, &sysutil::allowed_cpus(), 512).expect("server");
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("client runtime");
         let cfg = Config { conns: 4, msg: 512 };
-        let w = drive(&client, srv.addr, cfg, Duration::from_millis(50), &|_| {}).expect("run");
+        let (w, server) = one_run(&client, &srv, cfg, Duration::from_millis(50)).expect("run");
         assert!(w.ops > 0);
-        assert!(srv.bytes().iter().sum::<u64>() > 0);
+        assert_eq!(server.per_core.len(), 2);
+        assert!(server.per_core.iter().sum::<u64>() > 0);
         srv.stop().expect("stop");
     }
 }

@@ -3,13 +3,14 @@
 //! fio (<https://github.com/axboe/fio>) is the reference load generator for block and file
 //! I/O, written by io_uring's author; its `io_uring` engine is the hand-tuned C loop a
 //! runtime's file reads are measured against. Only `jobs[0].read.iops` and
-//! `jobs[0].read.total_ios` are needed from its `--output-format=json` report, so a few
-//! lines of scanning stand in for a JSON crate (none is in `Cargo.lock`).
+//! `jobs[0].read.total_ios` are read from its `--output-format=json` report.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use serde::Deserialize;
 
 use crate::report::Measure;
 
@@ -95,65 +96,35 @@ impl Job {
     }
 }
 
-/// `(read.iops, read.total_ios)` of the first job in fio's JSON report.
-///
-/// fio may print notes before the JSON; the scan starts at `"jobs"` and takes the first
-/// `"read"` key after it whose value is an object.
-fn parse_read(json: &str) -> Option<(f64, u64)> {
-    let jobs = json.find("\"jobs\"")?;
-    let mut rest = &json[jobs..];
-    let read = loop {
-        let at = value_of(rest, "read")?;
-        if at.starts_with('{') {
-            break at;
-        }
-        rest = at;
+/// The part of fio's JSON report that is read.
+#[derive(Deserialize)]
+struct Report {
+    jobs: Vec<JobReport>,
+}
+
+#[derive(Deserialize)]
+struct JobReport {
+    read: ReadReport,
+}
+
+#[derive(Deserialize)]
+struct ReadReport {
+    iops: f64,
+    total_ios: u64,
+}
+
+/// `(read.iops, read.total_ios)` of the first job in fio's JSON report; fio may print notes
+/// before the JSON (the report starts at the first line that starts with `{`) and after it.
+fn parse_read(out: &str) -> Option<(f64, u64)> {
+    let start = if out.starts_with('{') {
+        0
+    } else {
+        out.find("\n{")? + 1
     };
-    let read = object_body(read)?;
-    let iops = number(value_of(read, "iops")?)?;
-    let total = number(value_of(read, "total_ios")?)?;
-    Some((iops, total as u64))
-}
-
-/// The text just after the first `"key" :` in `s` (whitespace skipped).
-fn value_of<'a>(s: &'a str, key: &str) -> Option<&'a str> {
-    let quoted = format!("\"{key}\"");
-    let mut from = 0;
-    while let Some(i) = s[from..].find(&quoted) {
-        let after = s[from + i + quoted.len()..].trim_start();
-        if let Some(v) = after.strip_prefix(':') {
-            return Some(v.trim_start());
-        }
-        from += i + quoted.len();
-    }
-    None
-}
-
-/// The object starting at `s` (`{ ... }`), up to its matching brace; fio's keys and string
-/// values hold no braces, so counting them is enough.
-fn object_body(s: &str) -> Option<&str> {
-    let mut depth = 0usize;
-    for (i, c) in s.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(&s[..=i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The JSON number at the start of `s`.
-fn number(s: &str) -> Option<f64> {
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .unwrap_or(s.len());
-    s[..end].parse().ok()
+    let mut reports = serde_json::Deserializer::from_str(&out[start..]).into_iter::<Report>();
+    let report = reports.next()?.ok()?;
+    let read = &report.jobs.first()?.read;
+    Some((read.iops, read.total_ios))
 }
 
 /// `fio`'s path and `--version`, for the table's notes.
@@ -197,8 +168,12 @@ mod tests {
     #[test]
     fn parses_read_iops() {
         assert_eq!(parse_read(SAMPLE), Some((400.5, 400)));
+        assert_eq!(
+            parse_read(&format!("{SAMPLE}\nfio: a note after it")),
+            Some((400.5, 400))
+        );
         assert_eq!(parse_read("{}"), None);
-        assert_eq!(number("1.5e6,"), Some(1.5e6));
+        assert_eq!(parse_read("no report"), None);
     }
 
     #[test]

@@ -10,8 +10,9 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use sysutil::{cpu_time, PinGuard, Who};
+
 use crate::report::{self, render_grid, Record, Row};
-use crate::server::{process_cpu, thread_cpu, PinGuard};
 use crate::Opts;
 
 /// Cores of the runtime measured.
@@ -28,7 +29,7 @@ impl Snap {
     fn here() -> Snap {
         Snap {
             stats: runtime::stats().expect("inside the runtime"),
-            cpu: thread_cpu(),
+            cpu: cpu_time(Who::Thread),
         }
     }
 }
@@ -55,11 +56,11 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     // A first round of snapshots wakes every core once, so all are up and settled.
     snap_all(&rt)?;
     let before = snap_all(&rt)?;
-    let cpu0 = process_cpu();
+    let cpu0 = cpu_time(Who::Process);
     let start = Instant::now();
     rt.block_on(runtime::sleep(window));
     let wall = start.elapsed();
-    let process = process_cpu().saturating_sub(cpu0);
+    let process = cpu_time(Who::Process).saturating_sub(cpu0);
     let after = snap_all(&rt)?;
     drop(rt);
     drop(keep);

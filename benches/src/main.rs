@@ -1,11 +1,11 @@
 //! `bench`: the benchmark harness of the runtime, side by side with the raw ring and tokio.
 //!
 //! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S] [--json FILE|-]
-//! [--compare FILE] [--svg FILE] [--markdown] [--quiet]` (all of it in `USAGE`). Each
-//! subcommand measures its contestants alternately in this one process and prints a table of
-//! medians, min and max, ratios to the baseline, `io_uring_enter` calls per op and peak RSS;
-//! the rules are in `shared/BENCHMARKS.md`. Tables go to stdout, a progress bar to stderr.
-//! Pin the process for stable figures: `taskset -c 0 bench all`.
+//! [--compare FILE] [--svg FILE] [--markdown] [--quiet]` (all of it in `bench --help`, from
+//! [`Cli`]). Each subcommand measures its contestants alternately in this one process and
+//! prints a table of medians, min and max, ratios to the baseline, `io_uring_enter` calls per
+//! op and peak RSS; the rules are in `shared/BENCHMARKS.md`. Tables go to stdout, a progress
+//! bar to stderr. Pin the process for stable figures: `taskset -c 0 bench all`.
 
 mod accept;
 mod echo;
@@ -13,7 +13,6 @@ mod echo_cores;
 mod fio;
 mod harness;
 mod idle;
-mod json;
 mod link;
 mod nop;
 #[cfg(feature = "peers")]
@@ -33,48 +32,10 @@ use std::io::{self, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: bench <subcommand> [--quick] [--runs N] [--seconds S] [--cores N]
-             [--json FILE|-] [--compare FILE] [--svg FILE] [--markdown] [--quiet]
+use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
-subcommands:
-  nop         32 IORING_OP_NOP in flight: raw ring vs this runtime
-  poll        32 POLLIN requests on 32 pipes, triggered by writes: raw ring vs runtime vs tokio
-  link        chains of 10 and 100 linked NOPs, ns per NOP: raw ring vs runtime
-  spawn       spawn + join of an empty task: this runtime vs tokio current-thread
-  accept      10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
-  echo        connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
-  pingpong    a counter bounced between two cores: runtime cores(2) vs std threads vs tokio
-  echo-cores  the echo benchmark's runtime server with cores(1) vs cores(N), SO_REUSEPORT
-  idle        a cores(2) runtime asleep for 2 s: process CPU and enters per core
-  read        4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
-  all         every benchmark above, in order
-
-options:
-  --quick        fewer operations and runs (3 instead of 5): a smoke test, not a result
-  --runs N       measured runs per contestant (after one warm-up run each)
-  --seconds S    size each run so the first contestant takes about S seconds
-                 (echo, echo-cores: the window; idle: the sleep)
-  --cores N      echo-cores: the server's core count compared with cores(1) (default 2)
-  --json FILE    also write every table's figures to FILE as JSON (schema 1: date, kernel,
-                 cpus, and per table its name, title, metric and rows of median, min, max,
-                 ratio, enters_per_op, peak_rss_bytes and extra figures; null where absent).
-                 `--json -` writes it to stdout instead; the tables then go to stderr (with
-                 --quiet, nowhere), so stdout holds exactly one JSON document
-  --compare FILE after each table, print each row's median against FILE (written earlier by
-                 --json): `vs FILE: raw ring 11.59M -> 11.62M (+0.3%)`, a `!` marking
-                 changes beyond +-5%; rows and tables missing from FILE are skipped
-  --svg FILE     also write every table to FILE as an SVG bar chart: a bar per row (its
-                 median, a line from min to max), the median in its unit, and as text its
-                 ratios to the table's raw ring and tokio rows (or else to its baseline
-                 row); the same figures as --json
-  --markdown     at the end, print every row of every table as one markdown table
-                 (benchmark, row, figure, unit, vs raw, vs tokio, enters/op; `-` where the
-                 table has no raw ring or tokio row), for pasting into README
-  -q, --quiet    no banner and no progress bar: stdout gets only the tables (and
-                 --markdown), or with `--json -` only the JSON; errors stay on stderr
-  -h, --help     print this help
-
+/// The end of every `--help`, the subcommands' included.
+const AFTER_HELP: &str = "\
 While it measures, a progress bar on stderr names the benchmark, contestant and run; it
 appears once the process has run for 2 s, only when stderr is a terminal and without
 --quiet, and is cleared before each table is printed.
@@ -84,31 +45,152 @@ at once; they are written at the end, also after a failed benchmark.
 
 Pin for stable figures, e.g. `taskset -c 0 bench all`.";
 
+/// The command line: a subcommand, and options that may come before or after it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench",
+    about = "The runtime's benchmarks, side by side with the raw ring and tokio",
+    subcommand_value_name = "SUBCOMMAND",
+    subcommand_help_heading = "Subcommands",
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    which: Which,
+    #[command(flatten)]
+    opts: Opts,
+    #[command(flatten)]
+    output: Output,
+}
+
 /// Options shared by every subcommand.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Args, Clone, Copy, Debug, Default, PartialEq)]
 pub struct Opts {
-    /// Fewer operations and runs.
+    /// fewer operations and runs (3 instead of 5): a smoke test, not a result
+    #[arg(long, global = true)]
     pub quick: bool,
-    /// Measured runs per contestant; each benchmark has its default.
+    /// measured runs per contestant (after one warm-up run each)
+    #[arg(long, global = true, value_name = "N", value_parser = count::<1>)]
     pub runs: Option<usize>,
-    /// Target seconds per run; each benchmark has a fixed count otherwise.
+    /// size each run so the first contestant takes about S seconds
+    /// (echo, echo-cores: the window; idle: the sleep)
+    #[arg(
+        long,
+        global = true,
+        value_name = "S",
+        value_parser = seconds,
+        allow_negative_numbers = true,
+        verbatim_doc_comment
+    )]
     pub seconds: Option<f64>,
-    /// `echo-cores`: the multi-core server's core count (default 2).
+    /// echo-cores: the server's core count compared with cores(1) (default 2)
+    #[arg(long, global = true, value_name = "N", value_parser = count::<2>)]
     pub cores: Option<usize>,
 }
 
+/// Where results go besides the terminal.
+#[derive(Args, Clone, Debug, Default, PartialEq)]
+struct Output {
+    /// also write every table's figures to FILE as JSON (schema 1: date, kernel,
+    /// cpus, and per table its name, title, metric and rows of median, min, max,
+    /// ratio, enters_per_op, peak_rss_bytes and extra figures; null where
+    /// absent). `--json -` writes it to stdout instead; the tables then go to
+    /// stderr (with --quiet, nowhere), so stdout holds exactly one JSON document
+    #[arg(long, global = true, value_name = "FILE|-", verbatim_doc_comment)]
+    json: Option<String>,
+    /// after each table, print each row's median against FILE (written earlier by
+    /// --json): `vs FILE: raw ring 11.59M -> 11.62M (+0.3%)`, a `!` marking
+    /// changes beyond +-5%; rows and tables missing from FILE are skipped
+    #[arg(long, global = true, value_name = "FILE", verbatim_doc_comment)]
+    compare: Option<String>,
+    /// also write every table to FILE as an SVG bar chart: a bar per row (its
+    /// median, a line from min to max), the median in its unit, and as text its
+    /// ratios to the table's raw ring and tokio rows (or else to its baseline
+    /// row); the same figures as --json
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        value_parser = svg_path,
+        verbatim_doc_comment
+    )]
+    svg: Option<String>,
+    /// at the end, print every row of every table as one markdown table
+    /// (benchmark, row, figure, unit, vs raw, vs tokio, enters/op; `-` where the
+    /// table has no raw ring or tokio row), for pasting into README
+    #[arg(long, global = true, verbatim_doc_comment)]
+    markdown: bool,
+    /// no banner and no progress bar: stdout gets only the tables (and
+    /// --markdown), or with `--json -` only the JSON; errors stay on stderr
+    #[arg(short, long, global = true, verbatim_doc_comment)]
+    quiet: bool,
+}
+
+impl Output {
+    /// Whether stdout is reserved for the JSON document (`--json -`).
+    fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some("-")
+    }
+}
+
+/// A count of at least `MIN` (`--runs`, `--cores`).
+fn count<const MIN: usize>(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("not a count: {s}"))?;
+    if n < MIN {
+        return Err(format!("must be at least {MIN}"));
+    }
+    Ok(n)
+}
+
+/// A positive, finite number of seconds.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err("must be positive".to_string()),
+        Err(_) => Err(format!("not a number: {s}")),
+    }
+}
+
+/// A file name for `--svg`: stdout (`-`) is not supported.
+fn svg_path(s: &str) -> Result<String, String> {
+    if s == "-" {
+        return Err("needs a file name (stdout is not supported)".to_string());
+    }
+    Ok(s.to_string())
+}
+
+/// What the subcommand names: one benchmark or all of them.
+#[derive(Clone, Copy, Debug, Subcommand)]
+enum Which {
+    #[command(flatten)]
+    One(Bench),
+    /// every benchmark above, in order
+    All,
+}
+
 /// A benchmark the command line can name.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Subcommand)]
 enum Bench {
+    /// 32 IORING_OP_NOP in flight: raw ring vs this runtime
     Nop,
+    /// 32 POLLIN requests on 32 pipes, triggered by writes: raw ring vs runtime vs tokio
     Poll,
+    /// chains of 10 and 100 linked NOPs, ns per NOP: raw ring vs runtime
     Link,
+    /// spawn + join of an empty task: this runtime vs tokio current-thread
     Spawn,
+    /// 10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
     Accept,
+    /// connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
     Echo,
+    /// a counter bounced between two cores: runtime cores(2) vs std threads vs tokio
+    #[command(name = "pingpong")]
     PingPong,
+    /// the echo benchmark's runtime server with cores(1) vs cores(N), SO_REUSEPORT
     EchoCores,
+    /// a cores(2) runtime asleep for 2 s: process CPU and enters per core
     Idle,
+    /// 4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
     Read,
 }
 
@@ -157,135 +239,32 @@ impl Bench {
     }
 }
 
-/// Where results go besides the terminal.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Output {
-    /// `--json FILE`: write every table's figures here at the end (`-`: to stdout).
-    json: Option<String>,
-    /// `--compare FILE`: compare every table with this earlier `--json` file.
-    compare: Option<String>,
-    /// `--svg FILE`: write every table as a bar chart here at the end.
-    svg: Option<String>,
-    /// `--markdown`: print one markdown table of every row at the end.
-    markdown: bool,
-    /// `--quiet`: no banner or progress bar.
-    quiet: bool,
-}
-
-impl Output {
-    /// Whether stdout is reserved for the JSON document (`--json -`).
-    fn json_to_stdout(&self) -> bool {
-        self.json.as_deref() == Some("-")
+impl Cli {
+    /// The command [`Cli`] derives, with [`AFTER_HELP`] under every subcommand's help too.
+    fn command_with_help() -> clap::Command {
+        Cli::command()
+            .after_help(AFTER_HELP)
+            .mut_subcommands(|sub| sub.after_help(AFTER_HELP))
     }
-}
 
-/// What the command line asked for.
-#[derive(Debug, PartialEq)]
-enum Command {
-    Help,
-    Run(Vec<Bench>, Opts, Output),
-}
+    /// Parses `args` (the program name first).
+    fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let mut cmd = Cli::command_with_help();
+        let matches = cmd.try_get_matches_from_mut(args)?;
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+    }
 
-/// Parses the arguments after the program name.
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
-    let mut opts = Opts::default();
-    let mut output = Output::default();
-    let mut benches = None;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        let switch = matches!(
-            flag.as_str(),
-            "-h" | "--help" | "--quick" | "--markdown" | "-q" | "--quiet"
-        );
-        if switch && inline.is_some() {
-            return Err(format!("{flag} takes no value"));
-        }
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--quick" => opts.quick = true,
-            "--runs" => {
-                let v = value("--runs")?;
-                let n: usize = v.parse().map_err(|_| format!("--runs: not a count: {v}"))?;
-                if n == 0 {
-                    return Err("--runs must be at least 1".to_string());
-                }
-                opts.runs = Some(n);
-            }
-            "--seconds" => {
-                let v = value("--seconds")?;
-                let s: f64 = v
-                    .parse()
-                    .map_err(|_| format!("--seconds: not a number: {v}"))?;
-                if !(s > 0.0 && s.is_finite()) {
-                    return Err("--seconds must be positive".to_string());
-                }
-                opts.seconds = Some(s);
-            }
-            "--cores" => {
-                let v = value("--cores")?;
-                let n: usize = v
-                    .parse()
-                    .map_err(|_| format!("--cores: not a count: {v}"))?;
-                if n < 2 {
-                    return Err("--cores must be at least 2 (cores(1) is the baseline)".into());
-                }
-                opts.cores = Some(n);
-            }
-            "--json" => output.json = Some(value("--json")?),
-            "--compare" => output.compare = Some(value("--compare")?),
-            "--svg" => {
-                let v = value("--svg")?;
-                if v == "-" {
-                    return Err("--svg needs a file name (stdout is not supported)".into());
-                }
-                output.svg = Some(v);
-            }
-            "--markdown" => output.markdown = true,
-            "-q" | "--quiet" => output.quiet = true,
-            f if f.starts_with('-') => return Err(format!("unknown option {f}")),
-            name => {
-                if benches.is_some() {
-                    return Err(format!("more than one subcommand: {name}"));
-                }
-                benches = Some(match name {
-                    "all" => Bench::ALL.to_vec(),
-                    _ => match Bench::ALL.iter().find(|b| b.name() == name) {
-                        Some(b) => vec![*b],
-                        None => return Err(format!("unknown subcommand {name}")),
-                    },
-                });
-            }
+    /// The benchmarks to run, in order.
+    fn benches(&self) -> Vec<Bench> {
+        match self.which {
+            Which::One(b) => vec![b],
+            Which::All => Bench::ALL.to_vec(),
         }
     }
-    match benches {
-        Some(b) => Ok(Command::Run(b, opts, output)),
-        None => Err("no subcommand".to_string()),
-    }
-}
-
-/// The CPUs this process may run on, as `sched_getaffinity(2)` reports them.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: an all-zero `cpu_set_t` is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    if rc != 0 {
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` is below CPU_SETSIZE, inside `set`.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
 }
 
 /// The running kernel's release string, from uname(2).
@@ -352,17 +331,12 @@ fn restore_stdout(saved: OwnedFd) -> io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let (benches, opts, output) = match parse(std::env::args().skip(1)) {
-        Ok(Command::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Command::Run(b, o, out)) => (b, o, out),
-        Err(e) => {
-            eprintln!("bench: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let cli = match Cli::try_parse_args(std::env::args_os()) {
+        Ok(cli) => cli,
+        // `--help` (exit 0) or a usage error (exit 2), printed as clap formats it.
+        Err(e) => e.exit(),
     };
+    let (benches, opts, output) = (cli.benches(), cli.opts, cli.output);
     if let Some(path) = &output.compare {
         if let Err(e) = report::load_baseline(path) {
             eprintln!("bench: {e}");
@@ -385,7 +359,7 @@ fn main() -> ExitCode {
         None
     };
     progress::init(output.quiet);
-    let cpus = allowed_cpus();
+    let cpus = sysutil::allowed_cpus();
     let kernel = kernel_release();
     if !output.quiet {
         println!(
@@ -448,8 +422,13 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    use clap::error::ErrorKind;
+
+    /// What `bench <s>` asks for, or the kind of clap's answer (an error, or help).
+    fn parse(s: &str) -> Result<(Vec<Bench>, Opts, Output), ErrorKind> {
+        let args = std::iter::once("bench").chain(s.split_whitespace());
+        let cli = Cli::try_parse_args(args).map_err(|e| e.kind())?;
+        Ok((cli.benches(), cli.opts, cli.output))
     }
 
     #[test]
@@ -461,12 +440,12 @@ mod tests {
             cores: None,
         };
         assert_eq!(
-            parse(args("nop --quick --runs 7 --seconds=0.5")),
-            Ok(Command::Run(vec![Bench::Nop], want, Output::default()))
+            parse("nop --quick --runs 7 --seconds=0.5"),
+            Ok((vec![Bench::Nop], want, Output::default()))
         );
         assert_eq!(
-            parse(args("--runs=2 all")),
-            Ok(Command::Run(
+            parse("--runs=2 all"),
+            Ok((
                 Bench::ALL.to_vec(),
                 Opts {
                     runs: Some(2),
@@ -475,10 +454,9 @@ mod tests {
                 Output::default()
             ))
         );
-        assert_eq!(parse(args("spawn --help")), Ok(Command::Help));
         assert_eq!(
-            parse(args("echo-cores --cores 3")),
-            Ok(Command::Run(
+            parse("echo-cores --cores 3"),
+            Ok((
                 vec![Bench::EchoCores],
                 Opts {
                     cores: Some(3),
@@ -488,16 +466,12 @@ mod tests {
             ))
         );
         assert_eq!(
-            parse(args("pingpong")),
-            Ok(Command::Run(
-                vec![Bench::PingPong],
-                Opts::default(),
-                Output::default()
-            ))
+            parse("pingpong"),
+            Ok((vec![Bench::PingPong], Opts::default(), Output::default()))
         );
         assert_eq!(
-            parse(args("idle --quick")),
-            Ok(Command::Run(
+            parse("idle --quick"),
+            Ok((
                 vec![Bench::Idle],
                 Opts {
                     quick: true,
@@ -507,8 +481,8 @@ mod tests {
             ))
         );
         assert_eq!(
-            parse(args("all --json a.json --compare=b.json")),
-            Ok(Command::Run(
+            parse("all --json a.json --compare=b.json"),
+            Ok((
                 Bench::ALL.to_vec(),
                 Opts::default(),
                 Output {
@@ -519,8 +493,8 @@ mod tests {
             ))
         );
         assert_eq!(
-            parse(args("all --quick --svg=b.svg --markdown -q --json -")),
-            Ok(Command::Run(
+            parse("all --quick --svg=b.svg --markdown -q --json -"),
+            Ok((
                 Bench::ALL.to_vec(),
                 Opts {
                     quick: true,
@@ -536,8 +510,8 @@ mod tests {
             ))
         );
         assert_eq!(
-            parse(args("nop --quiet")),
-            Ok(Command::Run(
+            parse("nop --quiet"),
+            Ok((
                 vec![Bench::Nop],
                 Opts::default(),
                 Output {
@@ -549,21 +523,76 @@ mod tests {
     }
 
     #[test]
+    fn help_is_not_an_error() {
+        for args in [
+            "--help",
+            "-h",
+            "spawn --help",
+            "echo -h",
+            "all --quick --help",
+        ] {
+            assert_eq!(parse(args).err(), Some(ErrorKind::DisplayHelp), "{args}");
+        }
+    }
+
+    /// `bench --help` and each subcommand's `--help` describe every option.
+    #[test]
+    fn help_names_every_option() {
+        Cli::command().debug_assert();
+        let mut cmd = Cli::command_with_help();
+        let top = cmd.render_long_help().to_string();
+        let echo = cmd
+            .find_subcommand_mut("echo")
+            .expect("echo")
+            .render_long_help()
+            .to_string();
+        for help in [&top, &echo] {
+            for flag in [
+                "--quick",
+                "--runs",
+                "--seconds",
+                "--cores",
+                "--json",
+                "--compare",
+                "--svg",
+                "--markdown",
+                "--quiet",
+                "--help",
+                "taskset -c 0",
+            ] {
+                assert!(help.contains(flag), "{flag} missing from\n{help}");
+            }
+        }
+        for bench in Bench::ALL.iter().map(|b| b.name()).chain(["all"]) {
+            assert!(
+                top.contains(&format!("  {bench} ")),
+                "{bench} missing from\n{top}"
+            );
+        }
+    }
+
+    #[test]
     fn rejects_bad_input() {
-        assert!(parse(args("")).is_err());
-        assert!(parse(args("frobnicate")).is_err());
-        assert!(parse(args("nop spawn")).is_err());
-        assert!(parse(args("nop --runs")).is_err());
-        assert!(parse(args("nop --runs 0")).is_err());
-        assert!(parse(args("nop --seconds -1")).is_err());
-        assert!(parse(args("nop --fast")).is_err());
-        assert!(parse(args("echo-cores --cores 1")).is_err());
-        assert!(parse(args("echo-cores --cores x")).is_err());
-        assert!(parse(args("nop --json")).is_err());
-        assert!(parse(args("nop --compare")).is_err());
-        assert!(parse(args("nop --svg")).is_err());
-        assert!(parse(args("nop --svg -")).is_err());
-        assert!(parse(args("nop --markdown=yes")).is_err());
-        assert!(parse(args("nop --quick=1")).is_err());
+        for args in [
+            "",
+            "frobnicate",
+            "nop spawn",
+            "nop --runs",
+            "nop --runs 0",
+            "nop --seconds -1",
+            "nop --seconds 0",
+            "nop --fast",
+            "echo-cores --cores 1",
+            "echo-cores --cores x",
+            "nop --json",
+            "nop --compare",
+            "nop --svg",
+            "nop --svg -",
+            "nop --markdown=yes",
+            "nop --quick=1",
+            "help",
+        ] {
+            assert!(parse(args).is_err(), "{args}");
+        }
     }
 }

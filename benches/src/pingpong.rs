@@ -24,10 +24,10 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use futures::{SinkExt, StreamExt};
+use sysutil::{pin_to, PinGuard};
 
 use crate::harness::{alternate, Contestant, Plan};
 use crate::report::{Measure, Metric, Table};
-use crate::server::{pin_to, PinGuard};
 use crate::Opts;
 
 /// Runs the benchmark and prints its table.
@@ -40,7 +40,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         seconds: opts.seconds,
         granule: 1,
     };
-    let allowed = crate::allowed_cpus();
+    let allowed = sysutil::allowed_cpus();
     let a = allowed.first().copied().unwrap_or(0);
     let b = allowed.get(1).copied().unwrap_or(a);
     // Building the runtime pins this thread (its core 0) to CPU `a`; restored at the end.

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use sysutil::{cpu_time, Who};
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
 use crate::fio;
@@ -196,17 +197,17 @@ fn one_variant(
     let ms = Duration::from_millis;
     let cpu: [RefCell<Vec<Duration>>; 3] = Default::default();
     let mut contestants = vec![Contestant::new(RUNTIME, |n| {
-        with_cpu(libc::RUSAGE_SELF, &cpu[0], || {
+        with_cpu(Who::Process, &cpu[0], || {
             runtime_reads(rt, &rfile, blocks, ms(n), next_seed(), &tally)
         })
     })];
     if let Some(job) = &job {
         contestants.push(Contestant::new(FIO, |n| {
-            with_cpu(libc::RUSAGE_CHILDREN, &cpu[1], || job.run(ms(n)))
+            with_cpu(Who::Children, &cpu[1], || job.run(ms(n)))
         }));
     }
     contestants.push(Contestant::new(tokio_mode.name(), |n| {
-        with_cpu(libc::RUSAGE_SELF, &cpu[2], || {
+        with_cpu(Who::Process, &cpu[2], || {
             tokio_reads(
                 trt,
                 &file.path,
@@ -387,23 +388,9 @@ fn median(v: Vec<f64>) -> f64 {
     Summary::of(&v).median
 }
 
-/// User plus system CPU time of `who` (`RUSAGE_SELF` or `RUSAGE_CHILDREN`) so far.
-fn cpu_time(who: i32) -> Duration {
-    // SAFETY: all-zero bytes are a valid `rusage` (plain integers and timevals).
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage` for the call to fill.
-    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
 /// Runs `f`, pushing the CPU time `who` spent meanwhile onto `log`.
 fn with_cpu(
-    who: i32,
+    who: Who,
     log: &RefCell<Vec<Duration>>,
     f: impl FnOnce() -> io::Result<Measure>,
 ) -> io::Result<Measure> {

@@ -16,7 +16,9 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::json::Value;
+use serde::{Deserialize, Serialize, Serializer};
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
 
 /// One timed run of one contestant.
 #[derive(Clone, Copy, Debug)]
@@ -268,8 +270,8 @@ impl Table {
     }
 }
 
-/// One row of a recorded table, as `--json` writes it.
-#[derive(Clone, Debug, Default)]
+/// One row of a recorded table, as `--json` writes it (non-finite figures as `null`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Row {
     /// The contestant.
     pub name: String,
@@ -285,11 +287,18 @@ pub struct Row {
     pub enters_per_op: Option<f64>,
     /// Peak RSS in bytes, where measured.
     pub peak_rss_bytes: Option<u64>,
-    /// Further named figures of the row.
+    /// Further named figures of the row (a JSON object, in this order).
+    #[serde(serialize_with = "as_map")]
     pub extra: Vec<(String, f64)>,
 }
 
-/// One printed table's figures.
+/// `extra` as a JSON object whose keys keep their order.
+fn as_map<S: Serializer>(pairs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
+/// One printed table's figures, as `--json` writes them.
+#[derive(Serialize)]
 pub struct Record {
     /// Key of the table in the JSON file, e.g. `nop` or `spawn (serial)`.
     pub name: String,
@@ -298,6 +307,7 @@ pub struct Record {
     /// The main column's unit (`nops/s`, `ns/op`, ...).
     pub metric: String,
     /// Prints a median as the table does (for `--compare`).
+    #[serde(skip)]
     pub format: Box<dyn Fn(f64) -> String + Send>,
     /// One per contestant.
     pub rows: Vec<Row>,
@@ -318,33 +328,6 @@ impl Record {
         let q = row.ratio? / other.ratio?;
         q.is_finite().then_some(q)
     }
-
-    fn to_json(&self) -> Value {
-        let rows = self.rows.iter().map(|r| {
-            Value::obj([
-                ("name", Value::str(&r.name)),
-                ("median", Value::Num(r.median)),
-                ("min", Value::Num(r.min)),
-                ("max", Value::Num(r.max)),
-                ("ratio", Value::opt_num(r.ratio)),
-                ("enters_per_op", Value::opt_num(r.enters_per_op)),
-                (
-                    "peak_rss_bytes",
-                    Value::opt_num(r.peak_rss_bytes.map(|b| b as f64)),
-                ),
-                (
-                    "extra",
-                    Value::obj(r.extra.iter().map(|(k, v)| (k.clone(), Value::Num(*v)))),
-                ),
-            ])
-        });
-        Value::obj([
-            ("name", Value::str(&self.name)),
-            ("title", Value::str(&self.title)),
-            ("metric", Value::str(&self.metric)),
-            ("rows", Value::Arr(rows.collect())),
-        ])
-    }
 }
 
 /// A table's key: its title up to the first `:` (`nop`, `spawn (serial)`, `read (cached)`).
@@ -355,17 +338,36 @@ pub fn record_name(title: &str) -> String {
 /// Every table recorded so far in this process, for `--json`.
 static RECORDS: Mutex<Vec<Record>> = Mutex::new(Vec::new());
 
-/// The file `--compare` named: its path as given, and its parsed contents.
-static BASELINE: Mutex<Option<(String, Value)>> = Mutex::new(None);
+/// What `--compare` reads of an earlier `--json` file: each table's rows' medians (other
+/// fields are ignored; a row whose median is `null` is skipped).
+#[derive(Debug, Deserialize)]
+struct Baseline {
+    benchmarks: Vec<OldTable>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OldTable {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    rows: Vec<OldRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OldRow {
+    #[serde(default)]
+    name: String,
+    median: Option<f64>,
+}
+
+/// The file `--compare` named: its path as given, and its tables.
+static BASELINE: Mutex<Option<(String, Baseline)>> = Mutex::new(None);
 
 /// Loads the `--compare` file; every table recorded afterwards is compared with it.
 pub fn load_baseline(path: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("--compare {path}: {e}"))?;
-    let v = crate::json::parse(&text).map_err(|e| format!("--compare {path}: {e}"))?;
-    if v.get("benchmarks").and_then(Value::as_array).is_none() {
-        return Err(format!("--compare {path}: no \"benchmarks\" array"));
-    }
-    *BASELINE.lock().unwrap_or_else(|e| e.into_inner()) = Some((path.to_string(), v));
+    let old = serde_json::from_str(&text).map_err(|e| format!("--compare {path}: {e}"))?;
+    *BASELINE.lock().unwrap_or_else(|e| e.into_inner()) = Some((path.to_string(), old));
     Ok(())
 }
 
@@ -394,24 +396,16 @@ fn compare(rec: &Record) -> String {
     let Some((path, old)) = guard.as_ref() else {
         return String::new();
     };
-    let Some(bench) = old
-        .get("benchmarks")
-        .and_then(Value::as_array)
-        .and_then(|b| {
-            b.iter()
-                .find(|b| b.get("name").and_then(Value::as_str) == Some(&rec.name))
-        })
-    else {
+    let Some(table) = old.benchmarks.iter().find(|t| t.name == rec.name) else {
         return String::new();
     };
-    let old_rows = bench.get("rows").and_then(Value::as_array).unwrap_or(&[]);
     let mut out = String::new();
     for row in &rec.rows {
-        let Some(before) = old_rows
+        let Some(before) = table
+            .rows
             .iter()
-            .find(|r| r.get("name").and_then(Value::as_str) == Some(&row.name))
-            .and_then(|r| r.get("median"))
-            .and_then(Value::as_f64)
+            .find(|r| r.name == row.name)
+            .and_then(|r| r.median)
         else {
             continue;
         };
@@ -450,23 +444,30 @@ fn compare_line(
     )
 }
 
-/// Every recorded table as a JSON document (schema 1), for `--json`.
+/// The `--json` document.
+#[derive(Serialize)]
+struct Doc<'a> {
+    schema: u32,
+    /// When it was written, `2024-05-01T12:34:56Z`.
+    date: String,
+    kernel: &'a str,
+    cpus: &'a [usize],
+    benchmarks: &'a [Record],
+}
+
+/// Every recorded table as a JSON document (schema 1), indented by two spaces, for `--json`.
 pub fn json_text(kernel: &str, cpus: &[usize]) -> String {
     let records = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
-    let doc = Value::obj([
-        ("schema", Value::Num(1.0)),
-        ("date", Value::str(utc_now())),
-        ("kernel", Value::str(kernel)),
-        (
-            "cpus",
-            Value::Arr(cpus.iter().map(|&c| Value::Num(c as f64)).collect()),
-        ),
-        (
-            "benchmarks",
-            Value::Arr(records.iter().map(Record::to_json).collect()),
-        ),
-    ]);
-    doc.write_pretty()
+    let doc = Doc {
+        schema: 1,
+        date: rfc3339(OffsetDateTime::now_utc()),
+        kernel,
+        cpus,
+        benchmarks: &records,
+    };
+    let mut text = serde_json::to_string_pretty(&doc).expect("a Doc is always serializable");
+    text.push('\n');
+    text
 }
 
 /// Writes every recorded table to `path` as SVG bar charts (see `svg.rs`).
@@ -513,33 +514,13 @@ fn markdown(records: &[Record]) -> String {
     out
 }
 
-/// The current time as `2024-05-01T12:34:56Z`.
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 -> (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+/// `t` in UTC to the second, `2024-05-01T12:34:56Z` (empty past the year 9999).
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.to_offset(UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default()
 }
 
 /// Aligns `rows` (the first is the header) in columns, the first left-aligned and the others
@@ -628,7 +609,7 @@ pub async fn timed(
 /// Peak resident set size of this process in KiB since the last [`reset_peak_rss`]:
 /// `VmHWM` from `/proc/self/status`, else getrusage's `ru_maxrss` (KiB on Linux).
 pub fn peak_rss_kib() -> u64 {
-    vm_hwm_kib().unwrap_or_else(max_rss_kib)
+    vm_hwm_kib().unwrap_or_else(sysutil::max_rss_kib)
 }
 
 /// Resets the high-water mark [`peak_rss_kib`] reads (`/proc/self/clear_refs`, Linux 4.0);
@@ -641,17 +622,6 @@ fn vm_hwm_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-fn max_rss_kib() -> u64 {
-    // SAFETY: all-zero bytes are a valid `rusage` (plain integers and timevals).
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable `rusage` for the call to fill.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    if rc != 0 {
-        return 0;
-    }
-    u64::try_from(usage.ru_maxrss).unwrap_or(0)
 }
 
 /// `11_400_000.0` -> `11.40M`.
@@ -731,9 +701,18 @@ mod tests {
 
     #[test]
     fn dates_and_names() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        let at = |secs: i64, nanos: i64| {
+            rfc3339(
+                OffsetDateTime::from_unix_timestamp(secs).unwrap()
+                    + time::Duration::nanoseconds(nanos),
+            )
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(19_723 * 86_400, 0), "2024-01-01T00:00:00Z");
+        assert_eq!(
+            at(19_782 * 86_400 + 45_296, 999_999_999),
+            "2024-02-29T12:34:56Z"
+        );
         assert_eq!(record_name("spawn (serial): 1000 tasks"), "spawn (serial)");
         assert_eq!(record_name("nop"), "nop");
     }
@@ -766,28 +745,37 @@ mod tests {
                 ratio: None,
                 enters_per_op: Some(0.03125),
                 peak_rss_bytes: Some(4096),
-                extra: vec![("runs".into(), 5.0)],
+                extra: vec![("runs".into(), 5.0), ("b".into(), 1.5), ("a".into(), 2.5)],
             }],
         };
-        let v = crate::json::parse(&rec.to_json().write()).unwrap();
+        let text = serde_json::to_string(&rec).unwrap();
         assert_eq!(
-            v.get("title").and_then(Value::as_str),
-            Some(rec.title.as_str())
+            text,
+            r#"{"name":"nop","title":"nop: \"32\" in flight","metric":"nops/s","rows":[{"name":"raw ring","median":15000000.0,"min":null,"max":20000000.0,"ratio":null,"enters_per_op":0.03125,"peak_rss_bytes":4096,"extra":{"runs":5.0,"b":1.5,"a":2.5}}]}"#
         );
-        let row = &v.get("rows").and_then(Value::as_array).unwrap()[0];
-        assert_eq!(row.get("median").and_then(Value::as_f64), Some(1.5e7));
-        assert_eq!(row.get("min"), Some(&Value::Null));
-        assert_eq!(row.get("ratio"), Some(&Value::Null));
-        assert_eq!(
-            row.get("peak_rss_bytes").and_then(Value::as_f64),
-            Some(4096.0)
-        );
-        assert_eq!(
-            row.get("extra")
-                .and_then(|e| e.get("runs"))
-                .and_then(Value::as_f64),
-            Some(5.0)
-        );
+    }
+
+    /// `--compare` reads the file the last full run wrote (`benches/results/`), and the
+    /// files this build writes.
+    #[test]
+    fn baseline_reads_committed_and_written_files() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/results/2026-12-01-all.json");
+        let old: Baseline = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let echo2 = old.benchmarks.iter().find(|t| t.name == "echo #2").unwrap();
+        assert_eq!(echo2.rows[0].name, "runtime");
+        assert!(echo2.rows[0].median.is_some_and(|m| m > 0.0));
+
+        record(rec("baseline test table", "x", &[("a", 1.0), ("b", 2.0)]));
+        let new: Baseline = serde_json::from_str(&json_text("6.1", &[0, 1])).unwrap();
+        let table = new
+            .benchmarks
+            .iter()
+            .find(|t| t.name == "baseline test table")
+            .unwrap();
+        assert_eq!(table.rows[1].median, Some(2e6));
+
+        let err = serde_json::from_str::<Baseline>(r#"{"schema": 1}"#).unwrap_err();
+        assert!(err.to_string().contains("benchmarks"), "{err}");
     }
 
     fn rec(name: &str, metric: &str, rows: &[(&str, f64)]) -> Record {

@@ -1,6 +1,6 @@
-//! The server-thread harness of the socket benchmarks (`accept`, `echo`): CPU pinning, the
-//! fd limit, per-thread CPU time, and the control block through which the client tells a
-//! server when a measured window starts and ends.
+//! The server-thread harness of the socket benchmarks (`accept`, `echo`): the CPUs server
+//! and client pin to, and the control block through which the client tells a server when a
+//! measured window starts and ends. (Pinning, the fd limit and CPU time are `sysutil`'s.)
 //!
 //! Every contestant gets its own listening socket and its own thread, pinned to the server
 //! CPU (sched_setaffinity(2)), alive for the whole benchmark; the load generator runs on the
@@ -27,6 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use sysutil::{cpu_time, Who};
 
 /// `listen(2)` backlog of every benchmark listener (the kernel caps it at somaxconn).
 const BACKLOG: i32 = 4096;
@@ -45,7 +46,7 @@ pub struct Cpus {
 impl Cpus {
     /// The first two allowed CPUs (server, client), or the one CPU twice.
     pub fn pick() -> Cpus {
-        let allowed = crate::allowed_cpus();
+        let allowed = sysutil::allowed_cpus();
         let server = allowed.first().copied().unwrap_or(0);
         let client = allowed.get(1).copied().unwrap_or(server);
         Cpus { server, client }
@@ -65,100 +66,6 @@ impl Cpus {
             )
         }
     }
-}
-
-/// Pins the calling thread to `cpu`.
-pub fn pin_to(cpu: usize) -> io::Result<()> {
-    // SAFETY: an all-zero `cpu_set_t` is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid `cpu_set_t`; CPU_SET ignores a cpu past CPU_SETSIZE.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    set_affinity(&set)
-}
-
-fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
-    // SAFETY: `set` is a valid `cpu_set_t` of the size passed; 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Pins the calling thread while it lives and restores its former CPU set when dropped.
-pub struct PinGuard {
-    old: libc::cpu_set_t,
-}
-
-impl PinGuard {
-    /// Pins the calling thread to `cpu`.
-    pub fn new(cpu: usize) -> io::Result<PinGuard> {
-        let guard = PinGuard::keep()?;
-        pin_to(cpu)?;
-        Ok(guard)
-    }
-
-    /// Saves the calling thread's CPU set without changing it, to restore it when dropped:
-    /// for code that pins the thread itself, such as building a multi-core runtime (whose
-    /// core 0 is the building thread, pinned for good).
-    pub fn keep() -> io::Result<PinGuard> {
-        // SAFETY: an all-zero `cpu_set_t` is the empty set.
-        let mut old: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `old` is a valid, writable `cpu_set_t` of the size passed.
-        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(PinGuard { old })
-    }
-}
-
-impl Drop for PinGuard {
-    fn drop(&mut self) {
-        if let Err(e) = set_affinity(&self.old) {
-            eprintln!("bench: restoring the CPU set failed: {e}");
-        }
-    }
-}
-
-/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
-pub fn raise_nofile() -> io::Result<u64> {
-    // SAFETY: all-zero bytes are a valid `rlimit`.
-    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: `lim` is a valid, writable `rlimit`.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: `lim` is a valid `rlimit` with soft <= hard.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(lim.rlim_cur)
-}
-
-/// CPU time (user + system) the whole process has used, every thread, ended ones included:
-/// getrusage(2) `RUSAGE_SELF`.
-pub fn process_cpu() -> Duration {
-    rusage_cpu(libc::RUSAGE_SELF)
-}
-
-/// CPU time (user + system) the calling thread has used: getrusage(2) `RUSAGE_THREAD`.
-pub fn thread_cpu() -> Duration {
-    rusage_cpu(libc::RUSAGE_THREAD)
-}
-
-fn rusage_cpu(who: libc::c_int) -> Duration {
-    // SAFETY: all-zero bytes are a valid `rusage`.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable `rusage`.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// A server's own figures over one measured window.
@@ -184,7 +91,7 @@ impl Snap {
     fn take(stats: &impl Fn() -> Option<runtime::Stats>) -> Snap {
         Snap {
             at: Instant::now(),
-            cpu: thread_cpu(),
+            cpu: cpu_time(Who::Thread),
             stats: stats(),
         }
     }
@@ -344,7 +251,7 @@ impl Server {
         let handle = std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
-                pin_to(cpu)?;
+                sysutil::pin_to(cpu)?;
                 body(listener, server_ctl)
             })?;
         Ok(Server {

@@ -1,6 +1,6 @@
 //! Helpers shared by the end-to-end tests in `tests/tests/` and the soak binary: a seeded
-//! PRNG, process gauges (RSS, open fds), pipes, `RLIMIT_NOFILE`, and the quarantine
-//! allocator that catches kernel writes into freed memory.
+//! PRNG, process gauges (RSS, open fds), pipes, `RLIMIT_NOFILE` (from `sysutil`), and the
+//! quarantine allocator that catches kernel writes into freed memory.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
@@ -100,28 +100,9 @@ pub fn pipe() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
 }
 
+pub use sysutil::set_nofile_soft;
+
 /// `RLIMIT_NOFILE` as (soft, hard).
 pub fn nofile_limit() -> (u64, u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid rlimit to write to.
-    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
-    (lim.rlim_cur, lim.rlim_max)
-}
-
-/// Sets the soft `RLIMIT_NOFILE` (the hard limit is kept).
-pub fn set_nofile_soft(soft: u64) -> std::io::Result<()> {
-    let (_, hard) = nofile_limit();
-    let lim = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
-    };
-    // SAFETY: `lim` is a valid rlimit.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    sysutil::nofile_limit().expect("getrlimit(RLIMIT_NOFILE)")
 }

@@ -26,9 +26,8 @@ fn main() {
     let n: u64 = args[2]
         .parse()
         .unwrap_or_else(|e| fail(format!("N {:?}: {e}", args[2])));
-    let (_, hard) = tests::nofile_limit();
-    if let Err(e) = tests::set_nofile_soft(hard) {
-        fail(format!("raising the soft fd limit to {hard}: {e}"));
+    if let Err(e) = sysutil::raise_nofile() {
+        fail(format!("raising the soft fd limit to the hard limit: {e}"));
     }
 
     let mut conns = Vec::with_capacity(n as usize);
