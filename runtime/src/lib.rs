@@ -35,6 +35,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("this runtime is built on io_uring and runs on Linux only");
 
+mod blocking;
 pub mod buf;
 mod context;
 mod cores;
@@ -42,6 +43,7 @@ pub mod driver;
 pub mod error;
 mod executor;
 pub mod fd;
+mod handle;
 mod loom;
 mod macros;
 mod runtime;
@@ -52,13 +54,22 @@ pub mod time;
 pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
 pub use driver::RingFlags;
 pub use executor::{
-    core_count, current_core, spawn, spawn_local, spawn_on, spawn_on_local, yield_now, JoinError,
-    JoinHandle,
+    core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
+    yield_now, JoinError, JoinHandle,
 };
+pub use handle::{Handle, TryCurrentError};
 pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;
 pub use time::{sleep, timeout};
+
+/// Tasks: spawning, joining, aborting (tokio's `tokio::task` names).
+pub mod task {
+    pub use crate::executor::{
+        spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now, AbortHandle,
+        JoinError, JoinHandle, JoinSet,
+    };
+}
 
 /// The current core's counters; `None` outside a runtime.
 pub fn stats() -> Option<Stats> {

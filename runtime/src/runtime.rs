@@ -5,7 +5,9 @@ use std::future::Future;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::blocking::{self, BlockingPool};
 use crate::cores::{self, CoreSet, Worker};
 use crate::driver::RingFlags;
 use crate::executor::{Core, JoinHandle};
@@ -35,6 +37,9 @@ pub struct Builder {
     coop_taskrun: bool,
     cores: usize,
     cpus: Option<Vec<usize>>,
+    pin: Option<bool>,
+    max_blocking_threads: usize,
+    thread_keep_alive: Duration,
 }
 
 impl Default for Builder {
@@ -54,7 +59,33 @@ impl Builder {
             coop_taskrun: true,
             cores: 1,
             cpus: None,
+            pin: None,
+            max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
+            thread_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
         }
+    }
+
+    /// Whether each core's thread is pinned to one CPU. By default a runtime of more than
+    /// one core pins (core `i` to the `i`-th allowed CPU, or to [`cpus`](Builder::cpus)),
+    /// and a one-core runtime pins only when given `cpus`. `pin(false)` runs every core
+    /// unpinned (the scheduler may move them), e.g. when several runtimes or other
+    /// programs share the CPUs.
+    pub fn pin(mut self, on: bool) -> Builder {
+        self.pin = Some(on);
+        self
+    }
+
+    /// The most threads the blocking pool ([`spawn_blocking`](crate::spawn_blocking)) runs
+    /// at once (default 512; at least 1). Further jobs wait for a free thread.
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking_threads = n.max(1);
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for a job before it exits (default 10 s).
+    pub fn thread_keep_alive(mut self, keep_alive: Duration) -> Builder {
+        self.thread_keep_alive = keep_alive;
+        self
     }
 
     /// Runs `n` cores: the building thread is core 0, and `n - 1` worker threads are started,
@@ -139,7 +170,7 @@ impl Builder {
             Some(c) => c.clone(),
             None => cores::allowed_cpus(),
         };
-        let pin = self.cores > 1 || self.cpus.is_some();
+        let pin = self.pin.unwrap_or(self.cores > 1 || self.cpus.is_some());
         let cpu_of = move |i: usize| pin.then(|| cpus[i % cpus.len()]);
         for cpu in (0..self.cores).filter_map(&cpu_of) {
             cores::check_cpu(cpu)?;
@@ -206,7 +237,10 @@ impl Builder {
             }
             e
         };
-        let set = Arc::new(CoreSet::default());
+        let set = Arc::new(CoreSet::new(BlockingPool::new(
+            self.max_blocking_threads,
+            self.thread_keep_alive,
+        )));
         let core = Core::new(want, 0, set.clone()).map_err(unpin)?;
         let workers = self.start_workers(&cpu_of, want, &set).map_err(unpin)?;
         let mut all = vec![core.shared.clone()];
@@ -277,6 +311,11 @@ impl Runtime {
         1 + self.workers.len()
     }
 
+    /// A handle to this runtime, for other threads (see [`Handle`](crate::Handle)).
+    pub fn handle(&self) -> crate::Handle {
+        crate::Handle::new(self.core.set.clone())
+    }
+
     /// This runtime's counters.
     pub fn stats(&self) -> Stats {
         core_stats(&self.core)
@@ -298,6 +337,8 @@ pub(crate) fn core_stats(core: &Core) -> Stats {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // Queued blocking jobs are dropped unrun; running ones finish on their own.
+        self.core.set.pool.close();
         for w in &self.workers {
             w.request_stop();
         }

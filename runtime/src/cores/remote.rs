@@ -15,11 +15,12 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::task::AtomicWaker;
 
+use crate::blocking::BlockingPool;
 use crate::context::{self, CoreId};
 use crate::executor::RawTask;
 
@@ -158,13 +159,33 @@ impl Shared {
     }
 }
 
-/// The cores of one runtime, by index.
-#[derive(Default)]
+/// The cores of one runtime, by index, and what they share: the blocking pool and the
+/// placement counter of `spawn`.
 pub(crate) struct CoreSet {
     cores: OnceLock<Vec<Arc<Shared>>>,
+    pub(crate) pool: BlockingPool,
+    /// Round-robin placement of `Send` tasks (see `executor::spawn`).
+    next: AtomicUsize,
 }
 
 impl CoreSet {
+    /// A set whose cores are recorded later (`set`), sharing `pool`.
+    pub(crate) fn new(pool: BlockingPool) -> CoreSet {
+        CoreSet {
+            cores: OnceLock::new(),
+            pool,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// The core the next `Send` task goes to: round-robin over the runtime's cores.
+    pub(crate) fn place(&self) -> usize {
+        match self.len() {
+            0 | 1 => 0,
+            n => self.next.fetch_add(1, Ordering::Relaxed) % n,
+        }
+    }
+
     /// Records the cores once they all exist.
     pub(crate) fn set(&self, cores: Vec<Arc<Shared>>) {
         assert!(self.cores.set(cores).is_ok(), "core set filled twice");

@@ -154,6 +154,47 @@ impl<T> Future for JoinHandle<T> {
     }
 }
 
+impl<T> JoinHandle<T> {
+    /// A handle that can abort the task (and ask whether it finished) but not take its
+    /// output; it may go to another thread.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            raw: self.raw.clone_ref(),
+        }
+    }
+}
+
+/// Aborts a task without owning its output: from [`JoinHandle::abort_handle`] or
+/// [`JoinSet::spawn`](crate::task::JoinSet::spawn). Dropping it does nothing to the task.
+pub struct AbortHandle {
+    raw: RawTask,
+}
+
+// SAFETY: `&AbortHandle` only reaches `abort` and `is_finished`, which touch the task
+// header's atomics (and schedule it through its core's remote queue, a mutex): never the
+// task's future or output.
+unsafe impl Sync for AbortHandle {}
+
+impl AbortHandle {
+    /// Asks the task to stop, as [`JoinHandle::abort`] does.
+    pub fn abort(&self) {
+        self.raw.abort();
+    }
+
+    /// Whether the task has finished (output ready, panicked, or aborted).
+    pub fn is_finished(&self) -> bool {
+        self.raw.is_complete()
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         self.raw.drop_join();

@@ -17,6 +17,7 @@
 //! their core through it.
 
 mod join;
+mod join_set;
 mod spawn;
 mod task;
 
@@ -36,9 +37,12 @@ use crate::context::{self, coop, CoreContext};
 use crate::cores::{CoreSet, Shared};
 use crate::driver::{Driver, RingFlags};
 use crate::time::Timers;
-pub use join::{JoinError, JoinHandle};
+pub use join::{AbortHandle, JoinError, JoinHandle};
+pub use join_set::JoinSet;
+pub(crate) use spawn::blocking_job;
 pub use spawn::{
-    core_count, current_core, spawn, spawn_local, spawn_on, spawn_on_local, yield_now,
+    core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
+    yield_now,
 };
 use task::LocalQueue;
 pub(crate) use task::RawTask;

@@ -5,8 +5,13 @@
 use std::future::Future;
 use std::task::{Context, Poll};
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use futures::channel::oneshot;
+
 use super::task::RawTask;
-use super::{with_core, JoinHandle};
+use super::{with_core, Core, JoinHandle};
+use crate::blocking::{BlockingPool, Job};
 
 /// Spawns a future, which need not be `Send`, on the current core.
 ///
@@ -30,17 +35,109 @@ where
         .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
 }
 
-/// Spawns a `Send` future on the current core.
+/// Spawns a `Send` future on one of the runtime's cores.
+///
+/// Placement: round-robin over the runtime's cores, starting from core 0, whichever core
+/// spawns (so a core that spawns many tasks spreads them over all cores); on a one-core
+/// runtime, the current core. A task placed on another core travels through that core's
+/// remote queue and wakes it; the task then stays on that core for its whole life.
+/// [`spawn_local`] keeps a task on the current core (and accepts futures that are not
+/// `Send`); [`spawn_on`] picks the core.
 ///
 /// # Panics
 /// Outside a runtime.
+///
+/// ```
+/// let rt = runtime::Builder::new().cores(2).build().unwrap();
+/// let cores = rt.block_on(async {
+///     let a = runtime::spawn(async { runtime::current_core() });
+///     let b = runtime::spawn(async { runtime::current_core() });
+///     (a.await.unwrap(), b.await.unwrap())
+/// });
+/// assert_eq!(cores, (Some(0), Some(1)));
+/// ```
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    with_core(|core| core.spawn(future))
-        .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
+    with_core(|core| {
+        let target = core.set.place();
+        // SAFETY: the future is `Send`, so it may move to the target core's thread.
+        unsafe { spawn_on_core(core, target, future) }
+    })
+    .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
+}
+
+/// Runs the blocking function `f` on the runtime's blocking pool, and returns a handle
+/// that resolves to its result; a panic in `f` comes back as a [`JoinError`].
+///
+/// For work that would stall the core: a system call the kernel has no io_uring op for,
+/// a blocking library call (`getaddrinfo`), heavy computation. The pool starts threads on
+/// demand, up to [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads),
+/// and lets idle ones exit after
+/// [`Builder::thread_keep_alive`](crate::Builder::thread_keep_alive). The job's result wakes
+/// the awaiting task through the runtime's remote-wake path: nothing polls.
+///
+/// Aborting the handle does not stop `f` once it runs (a thread cannot be interrupted);
+/// its result is then dropped. If the runtime is dropped first, queued jobs never run and
+/// running ones finish detached.
+///
+/// # Panics
+/// Outside a runtime.
+///
+/// ```
+/// let rt = runtime::Runtime::new().unwrap();
+/// let len = rt.block_on(async {
+///     runtime::spawn_blocking(|| std::fs::read_dir("/").map(|d| d.count()))
+///         .await
+///         .unwrap()
+/// });
+/// assert!(len.unwrap() > 0);
+/// ```
+///
+/// [`JoinError`]: crate::JoinError
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    with_core(|core| core.spawn(blocking_job(&core.set.pool, f)))
+        .unwrap_or_else(|| panic!("spawn_blocking called outside of a runtime"))
+}
+
+/// Queues `f` on `pool` and returns the future that awaits its result (the body of the
+/// task `spawn_blocking` returns a handle to).
+pub(crate) fn blocking_job<F, R>(
+    pool: &BlockingPool,
+    f: F,
+) -> impl Future<Output = R> + Send + 'static
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel::<std::thread::Result<R>>();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+    });
+    // A closed pool (the runtime is being dropped) gives the job back; dropping it drops
+    // the sender, which the task below reads as "never ran".
+    let refused = pool.spawn(job).err();
+    drop(refused);
+    let pool = pool.clone();
+    async move {
+        match rx.await {
+            Ok(Ok(value)) => value,
+            Ok(Err(payload)) => resume_unwind(payload),
+            Err(oneshot::Canceled) if pool.is_closed() => {
+                // The runtime is going away and drops this task with the rest: wait for it.
+                std::future::pending().await
+            }
+            Err(oneshot::Canceled) => {
+                panic!("the blocking pool could not start a thread for this job")
+            }
+        }
+    }
 }
 
 /// Spawns a `Send` future on core `core` of the current runtime (see
@@ -137,18 +234,31 @@ unsafe fn spawn_on_unchecked<F>(core: usize, future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
 {
-    with_core(|c| {
-        if c.shared.index == core {
-            return c.spawn(future);
-        }
-        let Some(target) = c.set.get(core) else {
-            panic!("spawn_on({core}): this runtime has {} core(s)", c.set.len())
-        };
-        let (run, list, join) = RawTask::new(future, target.clone(), false);
-        target.push_spawn(run, list);
-        JoinHandle::new(join)
-    })
-    .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
+    // SAFETY: forwarded from the caller.
+    with_core(|c| unsafe { spawn_on_core(c, core, future) })
+        .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
+}
+
+/// Spawns `future` on core `target` of `current`'s runtime, from `current`'s thread.
+///
+/// # Safety
+/// As for [`spawn_on_unchecked`].
+unsafe fn spawn_on_core<F>(current: &Core, target: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+{
+    if current.shared.index == target {
+        return current.spawn(future);
+    }
+    let Some(shared) = current.set.get(target) else {
+        panic!(
+            "spawn_on({target}): this runtime has {} core(s)",
+            current.set.len()
+        )
+    };
+    let (run, list, join) = RawTask::new(future, shared.clone(), false);
+    shared.push_spawn(run, list);
+    JoinHandle::new(join)
 }
 
 /// How many cores the current runtime has, or `None` outside a runtime.

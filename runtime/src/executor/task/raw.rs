@@ -134,6 +134,12 @@ impl RawTask {
         Some(self)
     }
 
+    /// Another counted reference to the same task (an `AbortHandle`'s).
+    pub(crate) fn clone_ref(&self) -> RawTask {
+        self.header().state.ref_inc();
+        RawTask { ptr: self.ptr }
+    }
+
     pub(crate) fn set_owned_key(&self, key: usize) {
         self.header().owned_key.store(key, Ordering::Relaxed);
     }
