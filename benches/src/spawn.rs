@@ -7,6 +7,10 @@
 //!
 //! tokio uses `tokio::spawn` on a `new_current_thread` runtime, the single-threaded executor
 //! a user would pick against a thread-per-core runtime.
+//!
+//! A third table measures placement: 10,000 CPU-bound `Send` tasks spawned from core 0 on
+//! `cores(1)`, on `cores(2)` (where `spawn` spreads them round-robin) and on tokio's
+//! multi-thread runtime with two workers, wall time per task.
 
 use std::io;
 use std::time::Instant;
@@ -53,8 +57,98 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let how = format!("{BATCH} spawned, then all joined");
     let mut t = table("batched", &how, n, plan.runs, series);
     t.notes.push(tally.note("runtime"));
+    println!("{}", t.render());
+    drop(rt);
+    drop(tokio_rt);
+    spread(opts)
+}
+
+/// Tasks in one run of the placement table.
+const CPU_TASKS: u64 = 10_000;
+/// Rounds of arithmetic per CPU-bound task: about 10 us of work.
+const TASK_WORK: u64 = 20_000;
+
+/// The placement table: `CPU_TASKS` CPU-bound `Send` tasks spawned from core 0, on a
+/// one-core runtime, a two-core runtime (`spawn` places them round-robin) and tokio's
+/// multi-thread runtime with two workers: wall time per task.
+fn spread(opts: &Opts) -> io::Result<()> {
+    let plan = Plan {
+        count: CPU_TASKS,
+        warmup: CPU_TASKS / 4,
+        runs: opts.runs.unwrap_or(if opts.quick { 3 } else { 5 }),
+        seconds: None,
+        granule: 1,
+    };
+    // One runtime per thread at a time: each run builds its own (outside the timed part).
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()?;
+    let mut contestants = vec![
+        Contestant::new("runtime cores(1)", |n| runtime_spread(1, n)),
+        Contestant::new("runtime cores(2)", |n| runtime_spread(2, n)),
+        Contestant::new("tokio multi-thread (2)", |n| tokio_spread(&tokio_rt, n)),
+    ];
+    let (series, n) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    let t = Table {
+        title: format!(
+            "spawn (Send, CPU-bound): {n} tasks of ~10 us spawned from core 0, then joined, \
+             median of {} runs",
+            plan.runs
+        ),
+        metric: Metric::NsPerOp("task"),
+        ratio_label: "vs cores(1)".to_string(),
+        baseline: 0,
+        series,
+        notes: vec![
+            "vs cores(1): how many times faster than the one-core runtime (wall time)".to_string(),
+            "runtime::spawn places Send tasks round-robin over the cores; tokio's \
+             multi-thread scheduler steals work"
+                .to_string(),
+        ],
+    };
     print!("{}", t.render());
     Ok(())
+}
+
+/// About `TASK_WORK` rounds of arithmetic the optimizer cannot drop.
+fn work() -> u64 {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..TASK_WORK {
+        x = std::hint::black_box(x.rotate_left(5) ^ i).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    }
+    x
+}
+
+fn runtime_spread(cores: usize, n: u64) -> io::Result<Measure> {
+    let rt = runtime::Builder::new().cores(cores).build()?;
+    rt.block_on(async move {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..n).map(|_| runtime::spawn(async { work() })).collect();
+        for handle in handles {
+            std::hint::black_box(handle.await.map_err(io::Error::from)?);
+        }
+        Ok(Measure {
+            ops: n,
+            elapsed: start.elapsed(),
+            enters: None,
+        })
+    })
+}
+
+fn tokio_spread(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
+    rt.block_on(async move {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..n).map(|_| tokio::spawn(async { work() })).collect();
+        for handle in handles {
+            std::hint::black_box(handle.await.map_err(io::Error::other)?);
+        }
+        Ok(Measure {
+            ops: n,
+            elapsed: start.elapsed(),
+            enters: None,
+        })
+    })
 }
 
 fn table(shape: &str, how: &str, n: u64, runs: usize, series: Vec<Series>) -> Table {
