@@ -46,6 +46,7 @@ pub mod fd;
 mod handle;
 mod loom;
 mod macros;
+pub mod process;
 mod runtime;
 pub mod signal;
 mod stats;
