@@ -1,22 +1,18 @@
-//! Socket addresses the kernel reads or writes, and name resolution.
+//! Socket addresses the kernel reads or writes.
 //!
 //! [`SockAddrBuf`] is a `sockaddr_storage` and its length, always kept in a `Box` by the ops
 //! that hand it to the kernel: `connect(2)` and `sendmsg(2)` read it, `accept4(2)` and
 //! `recvmsg(2)` write the peer's address and length into it. The box keeps both at one
 //! address while the op future moves. It holds any family; [`FromSockAddr`] turns what the
-//! kernel wrote into the address type of the socket (IP or Unix).
-//!
-//! Resolution goes through std's [`ToSocketAddrs`], which calls `getaddrinfo(3)` for host
-//! names and blocks the calling thread; numeric addresses resolve without a system call.
+//! kernel wrote into the address type of the socket (IP or Unix). Name resolution is in
+//! `resolve`.
 
 use std::io;
 use std::mem;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::ptr;
 
 use socket2::{SockAddr, SockAddrStorage};
-
-use crate::error::context;
 
 /// The size of a `sockaddr_storage`: room for an address of any family.
 const STORAGE_LEN: usize = mem::size_of::<libc::sockaddr_storage>();
@@ -167,37 +163,6 @@ impl SockAddrBuf {
     }
 }
 
-/// Resolves `addr` (blocking for host names: see the module documentation); never empty.
-pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
-    let addrs: Vec<SocketAddr> = addr
-        .to_socket_addrs()
-        .map_err(|e| context(e, "resolve address"))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "resolve address: could not resolve to any addresses",
-        ));
-    }
-    Ok(addrs)
-}
-
-/// Calls `f` on each address `addr` resolves to, in turn, until one succeeds; else the last
-/// error.
-pub(crate) fn each_addr<T>(
-    addr: impl ToSocketAddrs,
-    mut f: impl FnMut(SocketAddr) -> io::Result<T>,
-) -> io::Result<T> {
-    let mut last = None;
-    for a in resolve(addr)? {
-        match f(a) {
-            Ok(v) => return Ok(v),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.expect("resolve gives at least one address"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,13 +189,5 @@ mod tests {
     fn empty_is_unknown_family() {
         let err = SockAddrBuf::empty().to_socket_addr().unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-    }
-
-    #[test]
-    fn malformed_is_invalid_input() {
-        let err = resolve("not an address").unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
-        let err = resolve(&[][..]).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -18,11 +18,28 @@
 //!   the kernel) is dropped.
 //!
 //! # Name resolution
-//! Functions taking `impl ToSocketAddrs` use std's [`std::net::ToSocketAddrs`], which calls
-//! `getaddrinfo(3)` for host names and so **blocks the core's thread** while it resolves. Pass
-//! a [`std::net::SocketAddr`] (or a numeric `"ip:port"` string) on a hot path. Each resolved
-//! address is tried in turn, as std does; the last error is returned (`UdpSocket::send_to`
-//! uses the first, as std's does). Unix socket paths need no resolution.
+//! Functions taking an address take this crate's [`ToSocketAddrs`] (tokio's trait, sealed):
+//! a [`SocketAddr`](std::net::SocketAddr), an IP address and a port, a numeric `"ip:port"`
+//! string or `("ip", port)`, a slice of addresses, or a host name and a port
+//! (`"example.com:443"`, `("localhost", 8080)`).
+//!
+//! - A numeric address is parsed on the core, with no system call, and never leaves it.
+//! - A host name is resolved with `getaddrinfo(3)`, which blocks and has no io_uring op. The
+//!   async functions ([`lookup_host`], [`TcpStream::connect`], [`UdpSocket::connect`],
+//!   [`UdpSocket::send_to`], and so `net::hyper::Client` too) run it on the runtime's
+//!   blocking pool (`runtime::spawn_blocking`): the core goes on running its other
+//!   tasks while a slow lookup waits.
+//! - The synchronous functions ([`TcpListener::bind`], [`UdpSocket::bind`], [`serve`],
+//!   `net::hyper::serve`) cannot wait: they resolve a host name on the calling thread, blocking
+//!   the core, as std does. Binding to a name is rare and happens at startup; pass an IP
+//!   address to bind without ever calling `getaddrinfo`.
+//!
+//! Each resolved address is tried in turn, as std does; the last error is returned
+//! ([`UdpSocket::send_to`] uses one address: the first of the socket's family). A name that
+//! does not resolve is an error of the kind `getaddrinfo` gave, with the name in its
+//! message (`"resolving example.invalid:80: failed to lookup address information: ..."`); one
+//! that resolves to no address is `InvalidInput`, also naming it. Unix socket paths need no
+//! resolution.
 //!
 //! ```
 //! use futures::StreamExt;
@@ -65,6 +82,7 @@ pub mod hyper;
 mod io;
 mod ops;
 mod recv_stream;
+mod resolve;
 mod serve;
 pub mod tcp;
 #[cfg(feature = "tls")]
@@ -73,6 +91,7 @@ mod udp;
 pub mod unix;
 
 pub use recv_stream::RecvStream;
+pub use resolve::{lookup_host, ToSocketAddrs};
 pub use serve::{serve, Server};
 pub use tcp::{
     Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream,

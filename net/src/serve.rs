@@ -7,12 +7,12 @@
 
 use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
 use futures::StreamExt;
 use runtime::JoinHandle;
 
-use crate::addr::resolve;
+use crate::resolve::{no_addresses, resolve_sync, ToSocketAddrs};
 use crate::tcp::{ListenOptions, TcpListener, TcpStream};
 
 /// The listeners started by [`serve`]; dropping it stops them (connections being handled
@@ -43,6 +43,10 @@ pub struct Server {
 /// # }
 /// ```
 ///
+/// `addr` is resolved once, synchronously, when `serve` is called: a numeric address
+/// without a system call, a host name on this thread (blocking the core, at startup; see
+/// the [crate] documentation). The first address it resolves to is bound.
+///
 /// # Errors
 /// Outside a runtime; if the address does not resolve or cannot be bound.
 pub fn serve<H, F>(addr: impl ToSocketAddrs, handler: H) -> io::Result<Server>
@@ -52,7 +56,7 @@ where
 {
     let cores = runtime::core_count()
         .ok_or_else(|| io::Error::other("net::serve called outside of a runtime"))?;
-    let mut addr = resolve(addr)?[0];
+    let mut addr = first_addr(&addr)?;
     let options = ListenOptions::new().reuse_port(true);
     let mut listeners = Vec::with_capacity(cores);
     for _ in 0..cores {
@@ -70,6 +74,13 @@ where
         })
         .collect();
     Ok(Server { addr, cores })
+}
+
+/// The address `serve` binds: the first `addr` resolves to (synchronously: see [`serve`]).
+pub(crate) fn first_addr<T: ToSocketAddrs + ?Sized>(addr: &T) -> io::Result<SocketAddr> {
+    resolve_sync(addr)?
+        .next()
+        .ok_or_else(|| no_addresses("address"))
 }
 
 async fn serve_core<H, F>(std_listener: std::net::TcpListener, handler: H) -> io::Result<()>

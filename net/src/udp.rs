@@ -13,16 +13,17 @@
 //! byte longer than the longest datagram you expect to detect it.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 
 use runtime::buf::{IoBuf, IoBufMut};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use crate::addr::{each_addr, resolve, SockAddrBuf};
+use crate::addr::SockAddrBuf;
 use crate::error::context;
 use crate::fd::SharedFd;
 use crate::ops;
+use crate::resolve::{each_addr, no_addresses, resolve, ToSocketAddrs};
 
 /// A UDP socket.
 ///
@@ -37,9 +38,10 @@ pub struct UdpSocket {
 impl UdpSocket {
     /// Binds a socket to `addr` (port 0: the kernel picks one).
     ///
-    /// Resolving a host name blocks (see the [crate] documentation); each resolved address
-    /// is tried in turn. `SO_REUSEADDR` is not set, so a port in use gives `AddrInUse`.
-    /// Errors say what failed and keep their kind.
+    /// Synchronous: a numeric address is parsed without a system call, but a host name is
+    /// resolved on the calling thread, blocking the core (see the [crate] documentation);
+    /// each resolved address is tried in turn. `SO_REUSEADDR` is not set, so a port in use
+    /// gives `AddrInUse`. Errors say what failed and keep their kind.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         each_addr(addr, |a| {
             let bind = || -> io::Result<OwnedFd> {
@@ -57,30 +59,52 @@ impl UdpSocket {
     /// Sets the socket's default peer: `send` goes there and `recv` takes only its
     /// datagrams. A plain `connect(2)`, which for UDP never waits.
     ///
-    /// Each resolved address is tried in turn; errors name the address and keep their kind.
-    pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        each_addr(addr, |a| {
-            SockRef::from(&self.fd)
-                .connect(&a.into())
-                .map_err(|e| context(e, format!("connect to {a}")))
-        })
+    /// A host name is resolved on the runtime's blocking pool, a numeric address on the core
+    /// (see the [crate] documentation). Each resolved address is tried in turn; errors name
+    /// the address and keep their kind.
+    ///
+    /// # Panics
+    /// For a host name, outside a runtime.
+    pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let mut last = None;
+        for a in resolve(&addr).await? {
+            match SockRef::from(&self.fd).connect(&a.into()) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(context(e, format!("connect to {a}"))),
+            }
+        }
+        Err(last.unwrap_or_else(|| no_addresses("address")))
     }
 
     /// Sends `buf`'s initialised bytes as one datagram to `addr` and gives the buffer back
     /// with the count.
     ///
-    /// A host name is resolved (blocking) and the first address used, as std does; an
-    /// address that does not resolve gives `InvalidInput`.
+    /// A host name is resolved on the runtime's blocking pool, a numeric address on the core
+    /// (see the [crate] documentation). One address is used: the first of the socket's family
+    /// (IPv4 or IPv6), else the first, so `"localhost:port"` reaches an IPv4 peer from an
+    /// IPv4 socket even where `localhost` resolves to `::1` first. A malformed address gives
+    /// `InvalidInput`, a name that does not resolve an error naming it.
+    ///
+    /// # Panics
+    /// For a host name, outside a runtime.
     pub async fn send_to<B: IoBuf>(
         &self,
         buf: B,
         addr: impl ToSocketAddrs,
     ) -> (io::Result<usize>, B) {
-        let addr = match resolve(addr) {
-            Ok(addrs) => addrs[0],
+        let addrs = match resolve(&addr).await {
+            Ok(addrs) => addrs,
             Err(e) => return (Err(e), buf),
         };
-        ops::send_msg(&self.fd, buf, *SockAddrBuf::new(addr)).await
+        let addr = if addrs.len() == 1 {
+            addrs.pick_for(None)
+        } else {
+            addrs.pick_for(self.local_addr().ok())
+        };
+        match addr {
+            Some(addr) => ops::send_msg(&self.fd, buf, *SockAddrBuf::new(addr)).await,
+            None => (Err(no_addresses("address")), buf),
+        }
     }
 
     /// Receives one datagram into `buf` (up to its total length: a `Vec`'s capacity) and

@@ -65,8 +65,8 @@ async fn connected_send_recv() {
         let (res, _) = a.send(b"x".as_slice()).await;
         assert!(res.is_err(), "send without a peer");
 
-        a.connect(b.local_addr().unwrap()).unwrap();
-        b.connect(a.local_addr().unwrap()).unwrap();
+        a.connect(b.local_addr().unwrap()).await.unwrap();
+        b.connect(a.local_addr().unwrap()).await.unwrap();
         assert_eq!(a.peer_addr().unwrap(), b.local_addr().unwrap());
 
         for i in 0..10u8 {
@@ -95,7 +95,7 @@ async fn connected_send_recv() {
             s.local_addr().unwrap()
         };
         let c = UdpSocket::bind("127.0.0.1:0").unwrap();
-        c.connect(closed).unwrap();
+        c.connect(closed).await.unwrap();
         let (res, _) = c.send(b"anyone?".as_slice()).await;
         res.unwrap();
         let (res, _) = c.recv(Vec::with_capacity(16)).await;
@@ -201,7 +201,7 @@ async fn setup_errors() {
     let (res, buf) = a.send_to(b"x".as_slice(), "no such address").await;
     assert_eq!(res.unwrap_err().kind(), ErrorKind::InvalidInput);
     assert_eq!(buf, b"x");
-    let err = a.connect("no such address").unwrap_err();
+    let err = a.connect("no such address").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
 

@@ -7,8 +7,9 @@
 //! connection's I/O runs in a task on this core ([`HyperExecutor`]); a connection that
 //! closed is dropped from the pool and replaced on the next request.
 //!
-//! Host names are resolved by `TcpStream::connect`, which blocks the core while it resolves
-//! (see the [crate] docs): use IP addresses or `localhost` on a hot path.
+//! Host names are resolved by `TcpStream::connect`, on the runtime's blocking pool (see the
+//! [crate] docs): the core serves its other tasks while a lookup runs. An IP address (an
+//! IPv6 one in brackets, `http://[::1]:8080/`) is used as it is, without a lookup.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -307,7 +308,9 @@ where
     /// Opens a connection to `origin`: TCP, TLS for `https`, then the HTTP handshake; its
     /// I/O task is spawned on this core.
     async fn connect(&self, origin: &Origin) -> io::Result<Opened<B>> {
-        let stream = TcpStream::connect((origin.host.as_str(), origin.port)).await?;
+        // A URI's IPv6 host keeps its brackets (`[::1]`); the address is the IP inside.
+        let host = origin.host.trim_start_matches('[').trim_end_matches(']');
+        let stream = TcpStream::connect((host, origin.port)).await?;
         let _ = stream.set_nodelay(true);
         self.inner
             .connections_opened

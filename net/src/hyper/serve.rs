@@ -16,7 +16,7 @@
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -34,6 +34,7 @@ use runtime::JoinHandle;
 use slab::Slab;
 
 use super::{HyperExecutor, HyperIo, HyperTimer};
+use crate::resolve::ToSocketAddrs;
 use crate::tcp::{ListenOptions, TcpListener, TcpStream};
 
 /// A boxed error, as hyper and tower pass them.
@@ -72,6 +73,10 @@ type Configure = Arc<dyn Fn(&mut auto::Builder<HyperExecutor>) + Send + Sync>;
 /// server.with_graceful_shutdown(ctrl_c, Duration::from_secs(10)).await
 /// # }
 /// ```
+///
+/// `addr` is resolved once, synchronously, as [`net::serve`](crate::serve()) does: a numeric
+/// address without a system call, a host name on this thread (blocking the core, at
+/// startup). The first address it resolves to is bound.
 ///
 /// # Errors
 /// Outside a runtime; if the address does not resolve or cannot be bound.
@@ -212,7 +217,7 @@ impl Builder {
     {
         let cores = runtime::core_count()
             .ok_or_else(|| io::Error::other("net::hyper::serve called outside of a runtime"))?;
-        let mut addr = crate::addr::resolve(addr)?[0];
+        let mut addr = crate::serve::first_addr(&addr)?;
         let options = self.listen.clone().reuse_port(true);
         let mut listeners = Vec::with_capacity(cores);
         for _ in 0..cores {

@@ -2,15 +2,15 @@
 //! through the ring (`accept4(2)`, one op per call, or one multishot op for a stream).
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use crate::addr::each_addr;
 use crate::error::context;
 use crate::fd::SharedFd;
 use crate::ops;
+use crate::resolve::{each_addr, ToSocketAddrs};
 use crate::tcp::{inet_addr, Incoming, TcpStream};
 
 /// How [`TcpListener::bind_with`] sets its socket up.
@@ -93,13 +93,17 @@ pub struct TcpListener {
 impl TcpListener {
     /// Listens on `addr` with the default [`ListenOptions`] (backlog 1024, `SO_REUSEADDR`).
     ///
-    /// Resolving a host name blocks (see the [crate] documentation); each resolved address
-    /// is tried in turn. Errors say what failed and keep their kind, e.g. `AddrInUse`.
+    /// Synchronous: a numeric address (`"127.0.0.1:0"`, a [`SocketAddr`]) is parsed without a
+    /// system call, but a host name is resolved on the calling thread, blocking the core
+    /// (see the [crate] documentation); bind to an IP address to avoid it. Each resolved
+    /// address is tried in turn. Errors say what failed and keep their kind, e.g.
+    /// `AddrInUse`.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         TcpListener::bind_with(addr, &ListenOptions::new())
     }
 
-    /// Listens on `addr` set up as `options` say.
+    /// Listens on `addr` set up as `options` say (resolved as [`bind`](TcpListener::bind)
+    /// does).
     pub fn bind_with(addr: impl ToSocketAddrs, options: &ListenOptions) -> io::Result<TcpListener> {
         each_addr(addr, |a| {
             let fd = options

@@ -7,19 +7,19 @@
 //! not seen by `read`. Writes of both kinds may be mixed once `poll_flush` has completed.
 
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use runtime::buf::{BufRing, IoBuf, IoBufMut};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use crate::addr::resolve;
 use crate::error::context;
 use crate::fd::SharedFd;
 use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
 use crate::recv_stream::RecvStream;
+use crate::resolve::{no_addresses, resolve, ToSocketAddrs};
 use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf};
 
 /// A connected TCP socket.
@@ -55,18 +55,24 @@ impl TcpStream {
 
     /// Connects to `addr` (one `IORING_OP_CONNECT` per address tried).
     ///
-    /// Resolving a host name blocks (see the [crate] documentation); each resolved address
-    /// is tried in turn and the last error returned, with the address in its message and its
-    /// kind kept (e.g. `ConnectionRefused`).
+    /// `addr` is any [`ToSocketAddrs`](crate::ToSocketAddrs): a numeric address is parsed
+    /// on the core; a host name (`"example.com:80"`, `("localhost", 8080)`) is resolved on
+    /// the runtime's blocking pool, so the core runs its other tasks meanwhile (see the
+    /// [crate] documentation). Each resolved address is tried in turn and the last error
+    /// returned, with the address in its message and its kind kept (e.g.
+    /// `ConnectionRefused`); a name that does not resolve is an error naming it.
+    ///
+    /// # Panics
+    /// Outside a runtime.
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last = None;
-        for a in resolve(addr)? {
+        for a in resolve(&addr).await? {
             match TcpStream::connect_addr(a).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last = Some(context(e, format!("connect to {a}"))),
             }
         }
-        Err(last.expect("resolve gives at least one address"))
+        Err(last.unwrap_or_else(|| no_addresses("address")))
     }
 
     async fn connect_addr(addr: SocketAddr) -> io::Result<TcpStream> {
