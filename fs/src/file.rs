@@ -24,6 +24,7 @@ use crate::fd::SharedFd;
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
 use crate::ops;
+use crate::stream::Stream;
 
 /// The alignments direct I/O on a file needs.
 #[derive(Clone, Copy, Debug)]
@@ -126,6 +127,8 @@ fn check_pos(pos: u64) -> io::Result<()> {
 pub struct File {
     fd: SharedFd,
     direct: Option<DirectAlign>,
+    /// The cursor and buffers of the stream traits (see `crate::stream`).
+    stream: Stream,
 }
 
 impl fmt::Debug for File {
@@ -133,13 +136,30 @@ impl fmt::Debug for File {
         f.debug_struct("File")
             .field("fd", &self.fd.raw())
             .field("direct", &self.direct.is_some())
+            .field("stream", &self.stream)
             .finish()
     }
 }
 
 impl File {
-    pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>) -> File {
-        File { fd, direct }
+    pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>, append: bool) -> File {
+        let stream = Stream::new(append, direct.is_some());
+        File { fd, direct, stream }
+    }
+
+    /// The fd and the stream state, for the stream traits.
+    pub(crate) fn stream_parts(&mut self) -> (&SharedFd, &mut Stream) {
+        (&self.fd, &mut self.stream)
+    }
+
+    /// The cursor of the stream traits ([`AsyncRead`](futures::io::AsyncRead),
+    /// [`AsyncWrite`](futures::io::AsyncWrite), [`AsyncSeek`](futures::io::AsyncSeek)): where
+    /// the next stream read or write starts. It starts at 0; the positional methods
+    /// (`read_at`, `write_at`, ...) neither use nor move it. In append mode it is known only
+    /// once the last write has finished (after a flush). Named so as not to shadow the
+    /// async `stream_position` of futures' and tokio's `AsyncSeekExt`.
+    pub fn cursor(&self) -> u64 {
+        self.stream.pos()
     }
 
     /// Opens an existing file for reading.
@@ -349,30 +369,44 @@ impl File {
         ops::statx_fd(&self.fd, 0).await
     }
 
-    /// Closes the file through the ring (`IORING_OP_CLOSE`) and reports what the kernel
+    /// Waits for a stream write still in flight (write-behind; its error is reported), then
+    /// closes the file through the ring (`IORING_OP_CLOSE`) and reports what the kernel
     /// said (a failed write-back on some filesystems shows only here).
     ///
     /// If an op of this file was dropped while in the kernel, its data still holds the fd
     /// until its CQE arrives (soon: the drop cancelled it); `close` waits for that, up to
     /// about a second. Past that it leaves the fd to be closed when the op finishes, and
     /// returns `Ok`.
-    pub async fn close(self) -> io::Result<()> {
-        let mut fd = self.fd;
-        for attempt in 0..1100u32 {
-            match fd.try_unwrap() {
-                Ok(owned) => return runtime::close(owned).await,
-                Err(shared) => fd = shared,
-            }
-            // Each round trip lets the driver reap the cancelled op's final CQE.
-            if attempt < 100 {
-                runtime::nop().await?;
-            } else {
-                runtime::sleep(Duration::from_millis(1)).await;
-            }
-        }
-        drop(fd);
-        Ok(())
+    pub async fn close(mut self) -> io::Result<()> {
+        let flushed = {
+            let (fd, stream) = self.stream_parts();
+            std::future::poll_fn(|cx| stream.poll_flush(fd, cx)).await
+        };
+        let File { fd, stream, .. } = self;
+        // Reads or a size query still in flight are cancelled; they hold fd clones, which
+        // the loop below waits for like any dropped op's.
+        drop(stream);
+        let closed = close_fd(fd).await;
+        flushed.and(closed)
     }
+}
+
+/// Closes `fd` through the ring once no dropped op still holds it (see [`File::close`]).
+async fn close_fd(mut fd: SharedFd) -> io::Result<()> {
+    for attempt in 0..1100u32 {
+        match fd.try_unwrap() {
+            Ok(owned) => return runtime::close(owned).await,
+            Err(shared) => fd = shared,
+        }
+        // Each round trip lets the driver reap the cancelled op's final CQE.
+        if attempt < 100 {
+            runtime::nop().await?;
+        } else {
+            runtime::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    drop(fd);
+    Ok(())
 }
 
 impl AsRawFd for File {
@@ -390,8 +424,12 @@ impl AsFd for File {
 impl From<OwnedFd> for File {
     /// Wraps an open fd. Its `O_DIRECT` flag, if any, is not known, so reads and writes are
     /// not checked for alignment (the kernel answers `EINVAL` to unaligned direct I/O).
+    /// Its `O_APPEND` flag is read with `fcntl(F_GETFL)`.
     fn from(fd: OwnedFd) -> File {
-        File::from_parts(SharedFd::new(fd), None)
+        // SAFETY: `F_GETFL` on an fd we own; it touches no memory of ours.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        let append = flags >= 0 && flags & libc::O_APPEND != 0;
+        File::from_parts(SharedFd::new(fd), None, append)
     }
 }
 

@@ -6,7 +6,11 @@
 //! `SYNC_FILE_RANGE`, `FALLOCATE`, `FTRUNCATE`, `STATX`, `CLOSE`, `UNLINKAT`, `MKDIRAT`,
 //! `RENAMEAT`, `LINKAT`, `SYMLINKAT`. There is no thread pool and no blocking system call
 //! on the I/O path; this crate never touches the ring. I/O is positional with owned buffers:
-//! `read_at(buf, pos)` gives back `(io::Result<usize>, buf)`.
+//! `read_at(buf, pos)` gives back `(io::Result<usize>, buf)`. [`File`] also keeps a cursor
+//! for the futures-io traits (`AsyncRead`, `AsyncBufRead`, `AsyncWrite`, `AsyncSeek`; tokio's
+//! with the `tokio-io` feature), each read and write still a ring op at the cursor. What
+//! io_uring has no op for runs on the runtime's blocking pool, and says so:
+//! [`read_dir`] (no getdents), [`canonicalize`], [`read_link`], [`set_permissions`].
 //!
 //! # Invariants
 //! - Every op owns what the kernel reads or writes (buffers, iovec arrays, path C strings,
@@ -71,12 +75,16 @@ mod metadata;
 mod open_options;
 mod ops;
 mod path_ops;
+mod read_dir;
+mod stream;
 
 pub use aligned::{AlignedBuf, DEFAULT_ALIGN};
 pub use file::File;
 pub use metadata::{FileType, Metadata};
 pub use open_options::OpenOptions;
 pub use path_ops::{
-    copy, create_dir, create_dir_all, hard_link, metadata, read, remove_dir, remove_file, rename,
-    symlink, symlink_metadata, write,
+    canonicalize, copy, create_dir, create_dir_all, hard_link, metadata, read, read_link,
+    read_to_string, remove_dir, remove_file, rename, set_permissions, symlink, symlink_metadata,
+    try_exists, write,
 };
+pub use read_dir::{read_dir, DirEntry, ReadDir};

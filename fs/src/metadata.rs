@@ -51,6 +51,29 @@ pub struct Metadata {
 pub struct FileType(u32);
 
 impl FileType {
+    /// The type std's `FileType` names (from a directory listing).
+    pub(crate) fn from_std(t: std::fs::FileType) -> FileType {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = if t.is_file() {
+            libc::S_IFREG
+        } else if t.is_dir() {
+            libc::S_IFDIR
+        } else if t.is_symlink() {
+            libc::S_IFLNK
+        } else if t.is_fifo() {
+            libc::S_IFIFO
+        } else if t.is_socket() {
+            libc::S_IFSOCK
+        } else if t.is_block_device() {
+            libc::S_IFBLK
+        } else if t.is_char_device() {
+            libc::S_IFCHR
+        } else {
+            0
+        };
+        FileType(kind)
+    }
+
     fn is(self, kind: libc::mode_t) -> bool {
         self.0 & libc::S_IFMT == kind
     }

@@ -186,7 +186,7 @@ impl OpenOptions {
         } else {
             None
         };
-        Ok(File::from_parts(fd, direct))
+        Ok(File::from_parts(fd, direct, flags & libc::O_APPEND != 0))
     }
 }
 

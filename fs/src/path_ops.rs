@@ -1,13 +1,16 @@
 //! Operations on paths: remove, create directories, rename, link, metadata, and whole-file
 //! helpers (`read`, `write`, `copy`).
 //!
-//! Each is an `IORING_OP_*AT` op relative to the current directory (`AT_FDCWD`). Errors
+//! Each is an `IORING_OP_*AT` op relative to the current directory (`AT_FDCWD`), except
+//! [`canonicalize`], [`read_link`] and [`set_permissions`], which have no io_uring op
+//! (`realpath`, `readlinkat`, `fchmodat`) and run on the runtime's blocking pool. Errors
 //! name the operation and the path(s) and keep the kernel's kind (see `crate::error`); a
 //! path with a NUL byte is `InvalidInput` before anything is submitted.
 
 use std::cell::Cell;
+use std::fs::Permissions;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use runtime::buf::IoBuf;
 
@@ -252,4 +255,72 @@ pub async fn copy(from: impl AsRef<Path>, to: impl AsRef<Path>) -> io::Result<u6
     src.close().await?;
     dst.close().await?;
     Ok(total)
+}
+
+/// Runs `f` on the runtime's blocking pool; its error gets `what` as context.
+pub(crate) async fn blocking<T, F>(what: String, f: F) -> io::Result<T>
+where
+    F: FnOnce() -> io::Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    match runtime::spawn_blocking(f).await {
+        Ok(res) => res.map_err(|e| context(e, what)),
+        Err(e) => Err(io::Error::other(format!(
+            "{what}: the blocking pool lost the job: {e}"
+        ))),
+    }
+}
+
+/// Reads the whole file (through the ring, as [`read`]) as UTF-8; bytes that are not
+/// UTF-8 are `InvalidData`, naming the path.
+pub async fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
+    let path = path.as_ref();
+    let bytes = read(path).await?;
+    String::from_utf8(bytes).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "read_to_string {}: not UTF-8: {}",
+                path.display(),
+                e.utf8_error()
+            ),
+        )
+    })
+}
+
+/// Whether `path` exists, following symlinks (a `statx` through the ring): `Ok(false)` for
+/// a missing path or a dangling symlink, an error for anything else that stops the kernel
+/// from telling (a permission denied on a parent directory, say).
+pub async fn try_exists(path: impl AsRef<Path>) -> io::Result<bool> {
+    let path = path.as_ref();
+    match metadata(path).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The absolute path `path` names, with every symlink, `.` and `..` resolved
+/// (`realpath(3)`); the path must exist. Runs on the blocking pool: io_uring has no op
+/// for it.
+pub async fn canonicalize(path: impl AsRef<Path>) -> io::Result<PathBuf> {
+    let path = path.as_ref().to_path_buf();
+    let what = format!("canonicalize {}", path.display());
+    blocking(what, move || std::fs::canonicalize(&path)).await
+}
+
+/// The target a symbolic link stores, as stored (`readlinkat(2)`); not a symlink is
+/// `InvalidInput` (`EINVAL`). Runs on the blocking pool: io_uring has no op for it.
+pub async fn read_link(path: impl AsRef<Path>) -> io::Result<PathBuf> {
+    let path = path.as_ref().to_path_buf();
+    let what = format!("read_link {}", path.display());
+    blocking(what, move || std::fs::read_link(&path)).await
+}
+
+/// Sets the permission bits of `path`, following symlinks (`fchmodat(2)`). Runs on the
+/// blocking pool: io_uring has no op for it.
+pub async fn set_permissions(path: impl AsRef<Path>, perm: Permissions) -> io::Result<()> {
+    let path = path.as_ref().to_path_buf();
+    let what = format!("set_permissions {}", path.display());
+    blocking(what, move || std::fs::set_permissions(&path, perm)).await
 }

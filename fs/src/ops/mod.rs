@@ -38,14 +38,14 @@ pub(crate) use ftruncate::ftruncate;
 pub(crate) use link::link;
 pub(crate) use mkdir::mkdir;
 pub(crate) use open::open;
-pub(crate) use read::read_at;
+pub(crate) use read::{read_at, ReadAt};
 pub(crate) use rename::rename;
 pub(crate) use runtime::driver::ops::{readv_at, writev_at};
-pub(crate) use statx::{statx_fd, statx_path};
+pub(crate) use statx::{statx_fd, statx_path, Statx};
 pub(crate) use symlink::symlink;
 pub(crate) use sync_range::sync_range;
 pub(crate) use unlink::unlink;
-pub(crate) use write::write_at;
+pub(crate) use write::{write_at, WriteAt};
 
 /// The data of an op that names one or two paths and gives back only success or an error
 /// (unlink, mkdir, rename, link, symlink).

@@ -1,0 +1,530 @@
+//! The cursor and buffers behind [`File`]'s stream traits: `futures::io::{AsyncRead,
+//! AsyncBufRead, AsyncWrite, AsyncSeek}`, and tokio's with the `tokio-io` feature.
+//!
+//! As on a socket (see `net`'s `io::poll`), poll-based callers lend a buffer only for one
+//! call, but the kernel needs one it owns until the CQE, so the file keeps one buffer and at
+//! most one op in flight per direction between polls. Every read and write is still an
+//! `IORING_OP_READ`/`IORING_OP_WRITE`, at the file's cursor (an offset the file keeps; the
+//! kernel's own file position is not used, except by appends):
+//! - reading: a read at the cursor fills the internal buffer (64 KiB); `poll_read` copies
+//!   out of it and `poll_fill_buf` lends it; the cursor moves as bytes are consumed. A caller
+//!   that stops polling loses nothing: the op and its buffer stay in the file.
+//! - writing: `poll_write` first waits for the previous write, then copies up to 64 KiB into
+//!   the internal buffer, starts a write at the cursor, moves the cursor and reports the bytes
+//!   written (write-behind, like a `BufWriter`). The next write, read, seek, flush or
+//!   [`File::close`] waits for it first (rewriting a short write) and reports its error, if
+//!   any; after an error the cursor is back where the failed bytes began. Flush or close
+//!   before dropping the file: dropping it cancels a write still in flight.
+//! - a read waits for a write in flight first (a read sees the file's own writes); a write
+//!   waits for a read in flight and drops the read-ahead (the cursor does not move).
+//! - seeking waits for both directions first; `SeekFrom::End` asks the size with a `statx`
+//!   through the ring. A position below 0 or past `i64::MAX` is `InvalidInput`, and the cursor
+//!   stays where it was.
+//! - append mode (`O_APPEND`): writes name offset `-1` (the kernel's file position), which
+//!   the kernel moves to the end of the file before each write, so handles appending to one
+//!   file interleave whole writes and never overwrite each other. After each append the
+//!   cursor is set to the kernel's file position (`lseek(fd, 0, SEEK_CUR)`: no I/O), i.e. just
+//!   past the bytes written, as std's `File` has it.
+//!
+//! The positional API (`read_at`, `write_at`, ...) neither uses nor moves the cursor.
+//! Files opened with `O_DIRECT` refuse the stream traits (`InvalidInput`): their buffers
+//! must be aligned, so use `read_at`/`write_at` with an [`AlignedBuf`](crate::AlignedBuf).
+
+use std::future::Future;
+use std::io::{self, SeekFrom};
+use std::mem;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use futures::io::{AsyncBufRead, AsyncRead, AsyncSeek, AsyncWrite};
+use runtime::buf::{IoBuf, Slice};
+use runtime::driver::Op;
+
+use crate::fd::SharedFd;
+use crate::file::File;
+use crate::ops::{self, ReadAt, Statx, WriteAt};
+
+/// The internal read buffer's size.
+const READ_CAP: usize = 64 * 1024;
+/// The most one `poll_write` accepts.
+const WRITE_CAP: usize = 64 * 1024;
+/// The offset that tells the kernel to use (and move) the file's own position.
+const CURRENT_POS: u64 = u64::MAX;
+
+/// A write in flight: the op and the file offset its slice begins at.
+type WriteInFlight = (Op<WriteAt<Slice<Vec<u8>>>>, u64);
+
+/// A file's cursor, its read-ahead and write-behind buffers, and the ops in flight.
+pub(crate) struct Stream {
+    /// The cursor: the offset the next stream read or write starts at.
+    pos: u64,
+    /// Whether the file was opened with `O_APPEND`.
+    append: bool,
+    /// Whether the file was opened with `O_DIRECT` (the stream traits refuse it).
+    direct: bool,
+    /// Read-ahead: `read_buf[read_off..]` are the file's bytes from `pos` on.
+    read_buf: Vec<u8>,
+    read_off: usize,
+    /// A read at `pos` in flight; it owns the (then empty) read buffer.
+    read_op: Option<Op<ReadAt<Vec<u8>>>>,
+    /// A write in flight, and the buffer when none is.
+    write_op: Option<WriteInFlight>,
+    write_spare: Vec<u8>,
+    /// The statx of a `SeekFrom::End` seek in flight, and that seek.
+    size_op: Option<(Op<Statx>, SeekFrom)>,
+    /// A seek started by tokio's `start_seek`, not yet completed.
+    #[cfg_attr(not(feature = "tokio-io"), allow(dead_code))]
+    pending_seek: Option<SeekFrom>,
+}
+
+impl Stream {
+    /// A cursor at offset 0.
+    pub(crate) fn new(append: bool, direct: bool) -> Stream {
+        Stream {
+            pos: 0,
+            append,
+            direct,
+            read_buf: Vec::new(),
+            read_off: 0,
+            read_op: None,
+            write_op: None,
+            write_spare: Vec::new(),
+            size_op: None,
+            pending_seek: None,
+        }
+    }
+
+    /// The cursor as last known (a write in flight may not be counted yet in append mode).
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    fn check_direct(&self) -> io::Result<()> {
+        if self.direct {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a file opened with O_DIRECT has no stream reads or writes (its buffers must \
+                 be aligned): use read_at/write_at with an AlignedBuf",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Waits for a read in flight, keeping what it read as the read-ahead.
+    fn poll_read_op(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(op) = self.read_op.as_mut() {
+            let (res, buf) = ready!(Pin::new(op).poll(cx));
+            self.read_op = None;
+            self.read_buf = buf;
+            self.read_off = 0;
+            if let Err(e) = res {
+                self.read_buf.clear();
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Drops the read-ahead (the cursor stays), once no read is in flight.
+    fn poll_drop_read_ahead(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        // A failed read-ahead matters to no one now: its error is dropped with it.
+        let _ = ready!(self.poll_read_op(cx));
+        self.read_buf.clear();
+        self.read_off = 0;
+        Poll::Ready(())
+    }
+
+    /// Sets the cursor to the kernel's file position, after an append.
+    fn sync_append_pos(&mut self, fd: &SharedFd) -> io::Result<()> {
+        // SAFETY: `lseek` on an fd this file keeps open; it touches no memory of ours.
+        let at = unsafe { libc::lseek(fd.raw(), 0, libc::SEEK_CUR) };
+        if at < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.pos = at as u64;
+        Ok(())
+    }
+
+    /// Waits until the bytes already accepted are written, rewriting short writes.
+    fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((op, at)) = self.write_op.as_mut() {
+            let at = *at;
+            let (res, slice) = ready!(Pin::new(op).poll(cx));
+            self.write_op = None;
+            let (begin, end) = (slice.begin(), slice.end());
+            let buf = slice.into_inner();
+            let append = self.append;
+            let offset = |at: u64| if append { CURRENT_POS } else { at };
+            match res {
+                Ok(0) => {
+                    self.write_spare = buf;
+                    if !self.append {
+                        self.pos = at;
+                    }
+                    let err = io::Error::new(io::ErrorKind::WriteZero, "the file took 0 bytes");
+                    return Poll::Ready(Err(err));
+                }
+                Ok(n) if begin + n < end => {
+                    let next = at + n as u64;
+                    let op = ops::write_at(fd, buf.slice(begin + n..end), offset(next));
+                    self.write_op = Some((op, next));
+                }
+                Ok(_) => {
+                    self.write_spare = buf;
+                    if self.append {
+                        if let Err(e) = self.sync_append_pos(fd) {
+                            return Poll::Ready(Err(e));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    let op = ops::write_at(fd, buf.slice(begin..end), offset(at));
+                    self.write_op = Some((op, at));
+                }
+                Err(e) => {
+                    self.write_spare = buf;
+                    if !self.append {
+                        self.pos = at;
+                    }
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The read-ahead, reading more at the cursor first if there is none; empty at the end
+    /// of the file.
+    pub(crate) fn poll_fill_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<&[u8]>> {
+        self.check_direct()?;
+        ready!(self.poll_drain(fd, cx))?;
+        if self.read_off >= self.read_buf.len() {
+            if self.read_op.is_none() {
+                check_offset(self.pos)?;
+                let mut buf = mem::take(&mut self.read_buf);
+                buf.clear();
+                if buf.capacity() == 0 {
+                    buf.reserve_exact(READ_CAP);
+                }
+                self.read_off = 0;
+                self.read_op = Some(ops::read_at(fd, buf, self.pos));
+            }
+            ready!(self.poll_read_op(cx))?;
+        }
+        Poll::Ready(Ok(&self.read_buf[self.read_off..]))
+    }
+
+    /// Marks `amt` bytes of the read-ahead as read, moving the cursor past them.
+    pub(crate) fn consume(&mut self, amt: usize) {
+        let amt = amt.min(self.read_buf.len().saturating_sub(self.read_off));
+        self.read_off += amt;
+        self.pos += amt as u64;
+    }
+
+    /// Copies read-ahead into `out`, reading first if there is none.
+    pub(crate) fn poll_read(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let avail = ready!(self.poll_fill_buf(fd, cx))?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+
+    /// Accepts up to 64 KiB of `bufs`, in order, and starts writing it at the cursor.
+    pub(crate) fn poll_write_vectored(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Poll::Ready(Ok(0));
+        }
+        self.check_direct()?;
+        ready!(self.poll_drain(fd, cx))?;
+        ready!(self.poll_drop_read_ahead(cx));
+        let mut buf = mem::take(&mut self.write_spare);
+        buf.clear();
+        for b in bufs {
+            let room = WRITE_CAP - buf.len();
+            if room == 0 {
+                break;
+            }
+            buf.extend_from_slice(&b[..b.len().min(room)]);
+        }
+        let n = buf.len();
+        let at = self.pos;
+        let offset = if self.append {
+            CURRENT_POS
+        } else {
+            // The last byte's offset must fit the kernel's signed offset.
+            let end = at.saturating_add(n as u64);
+            if let Err(e) = check_offset(at).and_then(|()| check_offset(end)) {
+                self.write_spare = buf;
+                return Poll::Ready(Err(e));
+            }
+            self.pos = end;
+            at
+        };
+        self.write_op = Some((ops::write_at(fd, buf.slice(..n), offset), at));
+        // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
+        // for another call. A write that already failed fails this one.
+        match self.poll_drain(fd, cx) {
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            _ => Poll::Ready(Ok(n)),
+        }
+    }
+
+    /// Waits until every accepted byte is written (`flush`; no `fsync`).
+    pub(crate) fn poll_flush(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.poll_drain(fd, cx)
+    }
+
+    /// Moves the cursor to `target` once both directions are idle; gives the new cursor.
+    pub(crate) fn poll_seek(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        target: SeekFrom,
+    ) -> Poll<io::Result<u64>> {
+        ready!(self.poll_drain(fd, cx))?;
+        let _ = ready!(self.poll_read_op(cx));
+        let base: i128 = match target {
+            SeekFrom::Start(n) => i128::from(n),
+            SeekFrom::Current(d) => i128::from(self.pos) + i128::from(d),
+            SeekFrom::End(d) => {
+                if matches!(&self.size_op, Some((_, t)) if *t != target) {
+                    // A seek given up on: its statx is of no use to this one.
+                    self.size_op = None;
+                }
+                let (op, _) = self
+                    .size_op
+                    .get_or_insert_with(|| (ops::statx_fd(fd, 0), target));
+                let res = ready!(Pin::new(op).poll(cx));
+                self.size_op = None;
+                i128::from(res?.len()) + i128::from(d)
+            }
+        };
+        if base < 0 || base > i128::from(i64::MAX) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "seek {target:?} from offset {} leads to offset {base}, outside 0..=i64::MAX",
+                    self.pos
+                ),
+            )));
+        }
+        let new = base as u64;
+        // Keep the read-ahead when the cursor moves within it.
+        let avail = (self.read_buf.len() - self.read_off.min(self.read_buf.len())) as u64;
+        if new >= self.pos && new - self.pos <= avail {
+            self.read_off += (new - self.pos) as usize;
+        } else {
+            self.read_buf.clear();
+            self.read_off = 0;
+        }
+        self.pos = new;
+        Poll::Ready(Ok(new))
+    }
+}
+
+/// Offsets past `i64::MAX` are negative to the kernel (and -1 means its file position).
+fn check_offset(pos: u64) -> io::Result<()> {
+    if pos > i64::MAX as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("file offset {pos} is past i64::MAX"),
+        ));
+    }
+    Ok(())
+}
+
+impl AsyncRead for File {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_read(fd, cx, buf)
+    }
+}
+
+impl AsyncBufRead for File {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_fill_buf(fd, cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().stream_parts().1.consume(amt);
+    }
+}
+
+impl AsyncWrite for File {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_write_vectored(fd, cx, &[io::IoSlice::new(buf)])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_write_vectored(fd, cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_flush(fd, cx)
+    }
+
+    /// Flushes; the fd stays open until the file is dropped or [`File::close`]d.
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_flush(fd, cx)
+    }
+}
+
+impl AsyncSeek for File {
+    fn poll_seek(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        pos: SeekFrom,
+    ) -> Poll<io::Result<u64>> {
+        let (fd, stream) = self.get_mut().stream_parts();
+        stream.poll_seek(fd, cx, pos)
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+mod tokio_impls {
+    use super::*;
+
+    impl tokio::io::AsyncRead for File {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            out: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if out.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let (fd, stream) = self.get_mut().stream_parts();
+            let avail = ready!(stream.poll_fill_buf(fd, cx))?;
+            let n = avail.len().min(out.remaining());
+            out.put_slice(&avail[..n]);
+            stream.consume(n);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl tokio::io::AsyncBufRead for File {
+        fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            stream.poll_fill_buf(fd, cx)
+        }
+
+        fn consume(self: Pin<&mut Self>, amt: usize) {
+            self.get_mut().stream_parts().1.consume(amt);
+        }
+    }
+
+    impl tokio::io::AsyncWrite for File {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            stream.poll_write_vectored(fd, cx, &[io::IoSlice::new(buf)])
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            stream.poll_write_vectored(fd, cx, bufs)
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            stream.poll_flush(fd, cx)
+        }
+
+        /// Flushes; the fd stays open until the file is dropped or [`File::close`]d.
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            stream.poll_flush(fd, cx)
+        }
+    }
+
+    impl tokio::io::AsyncSeek for File {
+        /// Records the seek; [`poll_complete`](tokio::io::AsyncSeek::poll_complete) does it.
+        /// A second `start_seek` before the first completes is an error (as tokio's `File`).
+        fn start_seek(self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
+            let stream = self.get_mut().stream_parts().1;
+            if stream.pending_seek.is_some() {
+                return Err(io::Error::other(
+                    "a seek is already in progress: call poll_complete first",
+                ));
+            }
+            stream.pending_seek = Some(position);
+            Ok(())
+        }
+
+        fn poll_complete(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
+            let (fd, stream) = self.get_mut().stream_parts();
+            match stream.pending_seek {
+                Some(target) => {
+                    let res = ready!(stream.poll_seek(fd, cx, target));
+                    stream.pending_seek = None;
+                    Poll::Ready(res)
+                }
+                None => {
+                    ready!(stream.poll_drain(fd, cx))?;
+                    Poll::Ready(Ok(stream.pos))
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("pos", &self.pos)
+            .field("append", &self.append)
+            .field("read_in_flight", &self.read_op.is_some())
+            .field("write_in_flight", &self.write_op.is_some())
+            .finish()
+    }
+}
