@@ -27,6 +27,7 @@ mod report;
 mod server;
 mod spawn;
 mod svg;
+mod sync;
 
 use std::io::{self, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
@@ -192,10 +193,12 @@ enum Bench {
     Idle,
     /// 4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
     Read,
+    /// channels: runtime::sync vs sync::local vs futures on one core; across cores vs tokio
+    Sync,
 }
 
 impl Bench {
-    const ALL: [Bench; 10] = [
+    const ALL: [Bench; 11] = [
         Bench::Nop,
         Bench::Poll,
         Bench::Link,
@@ -206,6 +209,7 @@ impl Bench {
         Bench::EchoCores,
         Bench::Idle,
         Bench::Read,
+        Bench::Sync,
     ];
 
     fn run(self, opts: &Opts) -> io::Result<()> {
@@ -220,6 +224,7 @@ impl Bench {
             Bench::EchoCores => echo_cores::run(opts),
             Bench::Idle => idle::run(opts),
             Bench::Read => read::run(opts),
+            Bench::Sync => sync::run(opts),
         }
     }
 
@@ -235,6 +240,7 @@ impl Bench {
             Bench::EchoCores => "echo-cores",
             Bench::Idle => "idle",
             Bench::Read => "read",
+            Bench::Sync => "sync",
         }
     }
 }
@@ -468,6 +474,17 @@ mod tests {
         assert_eq!(
             parse("pingpong"),
             Ok((vec![Bench::PingPong], Opts::default(), Output::default()))
+        );
+        assert_eq!(
+            parse("sync --quick"),
+            Ok((
+                vec![Bench::Sync],
+                Opts {
+                    quick: true,
+                    ..Opts::default()
+                },
+                Output::default()
+            ))
         );
         assert_eq!(
             parse("idle --quick"),

@@ -21,6 +21,10 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
+//! [`sync`] has the async locks and channels, usable across cores and from std threads
+//! (tokio's `sync`, re-exported), and core-local channels without atomics
+//! ([`sync::local`]).
+//!
 //! The op API ([`driver::Op`], [`driver::Completable`]) is the one seam other crates build
 //! their operations on; ARCHITECTURE.md in the repository describes the loop, the op
 //! lifecycle and its safety rules, and thread-per-core.
@@ -50,6 +54,7 @@ pub mod process;
 mod runtime;
 pub mod signal;
 mod stats;
+pub mod sync;
 pub mod time;
 
 pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
