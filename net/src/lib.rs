@@ -62,6 +62,81 @@
 //! })?;
 //! # Ok::<(), std::io::Error>(())
 //! ```
+//!
+//! # Two ways to do I/O
+//! Every stream socket ([`TcpStream`], [`UnixStream`], their halves) offers both:
+//!
+//! - **Owned buffers**, the native interface: inherent methods (`read`, `read_exact`,
+//!   `write`, `write_all`, `writev`, `writev_all`, `shutdown`, ...) that take a buffer by
+//!   value, submit one op, and give the buffer back with the result. No copy, no import.
+//!   Borrowed bytes go through [`TcpStream::write_all_from`] (`&[u8]`, copied once into a
+//!   `Vec`).
+//! - **futures-io traits** (`AsyncRead`, `AsyncBufRead`, `AsyncWrite`, and tokio's under the
+//!   `tokio-io` feature), on an internal buffer per direction, for generic code and the
+//!   ecosystem's adapters; their extension methods take `&mut [u8]` and `&[u8]`.
+//!
+//! Inherent methods are found before trait methods on a stream *binding*, so with
+//! `stream: TcpStream`, `stream.read(&mut buf)` means the owned-buffer `read` and does not
+//! compile. The extension methods need no qualified call through a `&mut` (a `&mut TcpStream`
+//! parameter, or `let s = &mut stream; s.read(&mut buf)`) or through the borrowed halves of
+//! [`TcpStream::split`], which have no owned-buffer methods. (Moving the owned methods to
+//! traits would have broken every existing `stream.read(buf)` caller lacking the import.)
+//! One trap the other way: with futures' `AsyncReadExt` in scope, `stream.split()` is its
+//! by-value `split(self)` (lock-based halves that also work); write
+//! `TcpStream::split(&mut stream)` for the borrowed one. tokio's `AsyncReadExt` has no
+//! `split`, so a tokio port is unaffected.
+//!
+//! ```
+//! use futures::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! // The futures-io style, as a port from tokio writes it.
+//! async fn echo_once(stream: &mut net::TcpStream) -> std::io::Result<()> {
+//!     let mut buf = [0u8; 64];
+//!     let n = stream.read(&mut buf).await?; // AsyncReadExt::read: `stream` is a `&mut`
+//!     stream.write_all(&buf[..n]).await?;
+//!     stream.flush().await
+//! }
+//!
+//! let rt = runtime::Runtime::new()?;
+//! rt.block_on(async {
+//!     let listener = net::TcpListener::bind("127.0.0.1:0")?;
+//!     let addr = listener.local_addr()?;
+//!     let server = runtime::spawn_local(async move {
+//!         let (mut stream, _peer) = listener.accept().await?;
+//!         echo_once(&mut stream).await?;
+//!         let mut rest = Vec::new();
+//!         stream.read_to_end(&mut rest).await?; // no inherent `read_to_end`: the trait's
+//!         assert_eq!(rest, b"x");
+//!         Ok::<_, std::io::Error>(())
+//!     });
+//!     let mut client = net::TcpStream::connect(addr).await?;
+//!     // Owned buffers: the inherent methods, no import needed.
+//!     let (res, _) = client.write_all(b"ping".to_vec()).await;
+//!     res?;
+//!     let (res, buf) = client.read_exact(vec![0u8; 4]).await;
+//!     res?;
+//!     assert_eq!(buf, b"ping");
+//!     // futures-io on a binding: through `&mut`, or the borrowed halves.
+//!     // (Not `(&mut client).write_all(..)`: clippy's `needless_borrow` would drop the `&mut`,
+//!     // and with it the meaning.)
+//!     let io = &mut client;
+//!     io.write_all(b"x").await?;
+//!     let (mut rd, mut wr) = client.split();
+//!     wr.close().await?; // shut the write direction down
+//!     let mut rest = Vec::new();
+//!     rd.read_to_end(&mut rest).await?; // the server closes after reading "x"
+//!     assert!(rest.is_empty());
+//!     server.await.unwrap()
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # From tokio
+//! - `TcpListener::bind` is synchronous (drop the `.await`): `bind(2)` and `listen(2)` never
+//!   block. `accept()` is the same; [`TcpListener::incoming_with_addr`] streams
+//!   `(TcpStream, SocketAddr)` too.
+//! - `split`, `into_split`, `peer_addr`, `set_nodelay` have tokio's names; timers
+//!   (`runtime::time`) have tokio's `Interval` and `MissedTickBehavior`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(
@@ -94,7 +169,8 @@ pub use recv_stream::RecvStream;
 pub use resolve::{lookup_host, ToSocketAddrs};
 pub use serve::{serve, Server};
 pub use tcp::{
-    Incoming, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError, TcpListener, TcpStream,
+    Incoming, IncomingWithAddr, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError,
+    TcpListener, TcpStream,
 };
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};

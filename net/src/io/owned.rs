@@ -72,3 +72,67 @@ pub(crate) async fn write_all<B: IoBuf>(fd: &SharedFd, mut buf: B) -> (io::Resul
     }
     (Ok(()), buf)
 }
+
+/// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG`); the
+/// count may be short. Empty buffers give `Ok(0)` without submitting.
+pub(crate) async fn writev<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+    if bufs.iter().all(|b| b.bytes_init() == 0) {
+        return (Ok(0), bufs);
+    }
+    ops::send_msg_vectored(fd, bufs).await
+}
+
+/// Writes all the initialised bytes of `bufs` in order.
+///
+/// One vectored send; after a short one (the socket's send buffer full), the rest goes out
+/// buffer by buffer with [`write_all`] on a `Slice` of each (so a short first send costs one
+/// send per buffer left, not a re-gather). `WriteZero` if the kernel takes none.
+pub(crate) async fn writev_all<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+    let total: usize = bufs.iter().map(IoBuf::bytes_init).sum();
+    if total == 0 {
+        return (Ok(()), bufs);
+    }
+    let (res, bufs) = ops::send_msg_vectored(fd, bufs).await;
+    let sent = match res {
+        Ok(n) if n >= total => return (Ok(()), bufs),
+        Ok(0) => {
+            let err = io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("the socket took 0 of {total} bytes"),
+            );
+            return (Err(err), bufs);
+        }
+        Ok(n) => n,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+        Err(e) => return (Err(e), bufs),
+    };
+    let mut out = Vec::with_capacity(bufs.len());
+    let mut rest = bufs.into_iter();
+    let mut skip = sent;
+    while let Some(buf) = rest.next() {
+        let len = buf.bytes_init();
+        if skip >= len {
+            skip -= len;
+            out.push(buf);
+            continue;
+        }
+        let (res, slice) = write_all(fd, buf.slice(skip..len)).await;
+        skip = 0;
+        out.push(slice.into_inner());
+        if let Err(e) = res {
+            out.extend(rest);
+            return (Err(e), out);
+        }
+    }
+    (Ok(()), out)
+}
+
+/// Writes all of `data`, copied first into a `Vec` the op owns: one allocation and one copy
+/// of `data`, the price of borrowed data (the kernel may read the buffer after a dropped
+/// future is gone, so the op cannot borrow the caller's bytes).
+pub(crate) async fn write_all_from(fd: &SharedFd, data: &[u8]) -> io::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    write_all(fd, data.to_vec()).await.0
+}

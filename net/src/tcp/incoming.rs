@@ -2,15 +2,17 @@
 //!
 //! A thin wrapper: the accepting, re-arming, error handling and back-off are the crate's
 //! shared `AcceptStream` (also behind `UnixListener::incoming`); this file turns its fds into
-//! [`TcpStream`]s.
+//! [`TcpStream`]s, and `IncomingWithAddr` adds each peer's address.
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::stream::{FusedStream, Stream};
 
 use crate::accept_stream::AcceptStream;
+use crate::error::context;
 use crate::fd::SharedFd;
 use crate::tcp::TcpStream;
 
@@ -22,7 +24,8 @@ use crate::tcp::TcpStream;
 /// `ENOTSOCK`, `EOPNOTSUPP` and `ECANCELED` are yielded and end it; others are yielded and
 /// it goes on. Dropping it cancels the accept; connections accepted meanwhile are closed.
 /// Peers' addresses are not given (the multishot accept has none); use
-/// [`TcpStream::peer_addr`].
+/// [`TcpListener::incoming_with_addr`](crate::TcpListener::incoming_with_addr) for
+/// `(TcpStream, SocketAddr)` items, or [`TcpStream::peer_addr`] on the ones wanted.
 #[must_use = "streams do nothing unless polled"]
 #[derive(Debug)]
 pub struct Incoming {
@@ -47,6 +50,49 @@ impl Stream for Incoming {
 }
 
 impl FusedStream for Incoming {
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+}
+
+/// Accepted TCP connections with their peers' addresses, as tokio's `accept()` gives them;
+/// made by [`TcpListener::incoming_with_addr`](crate::TcpListener::incoming_with_addr).
+///
+/// An [`Incoming`] (one multishot accept, the same errors and back-off) that asks each
+/// accepted socket for its peer with `getpeername(2)`: one plain system call per connection,
+/// which never blocks (the multishot accept cannot return addresses). A connection whose
+/// peer is already gone when asked (`ENOTCONN`) is closed and its error yielded, with
+/// context; the stream goes on.
+#[must_use = "streams do nothing unless polled"]
+#[derive(Debug)]
+pub struct IncomingWithAddr {
+    inner: Incoming,
+}
+
+impl IncomingWithAddr {
+    pub(crate) fn new(inner: Incoming) -> IncomingWithAddr {
+        IncomingWithAddr { inner }
+    }
+}
+
+impl Stream for IncomingWithAddr {
+    type Item = io::Result<(TcpStream, SocketAddr)>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = Pin::new(&mut self.get_mut().inner).poll_next(cx);
+        next.map(|item| {
+            item.map(|res| {
+                let stream = res?;
+                let peer = stream
+                    .peer_addr()
+                    .map_err(|e| context(e, "peer address of an accepted connection"))?;
+                Ok((stream, peer))
+            })
+        })
+    }
+}
+
+impl FusedStream for IncomingWithAddr {
     fn is_terminated(&self) -> bool {
         self.inner.is_terminated()
     }

@@ -11,7 +11,7 @@ use crate::error::context;
 use crate::fd::SharedFd;
 use crate::ops;
 use crate::resolve::{each_addr, ToSocketAddrs};
-use crate::tcp::{inet_addr, Incoming, TcpStream};
+use crate::tcp::{inet_addr, Incoming, IncomingWithAddr, TcpStream};
 
 /// How [`TcpListener::bind_with`] sets its socket up.
 #[derive(Debug, Clone)]
@@ -98,6 +98,11 @@ impl TcpListener {
     /// (see the [crate] documentation); bind to an IP address to avoid it. Each resolved
     /// address is tried in turn. Errors say what failed and keep their kind, e.g.
     /// `AddrInUse`.
+    ///
+    /// Synchronous where tokio's `bind` is `async`, on purpose: `bind(2)` and `listen(2)`
+    /// never block, so a ring op would only add a round trip. (`IORING_OP_BIND` and
+    /// `IORING_OP_LISTEN` exist since Linux 6.11; they would matter only for a socket made
+    /// by a ring op, which this crate does not do.) A tokio port drops the `.await`.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         TcpListener::bind_with(addr, &ListenOptions::new())
     }
@@ -129,6 +134,13 @@ impl TcpListener {
     /// It holds the listening socket open while it lives. See [`Incoming`].
     pub fn incoming(&self) -> Incoming {
         Incoming::new(self.fd.clone())
+    }
+
+    /// Like [`incoming`](TcpListener::incoming), with each peer's address: items are
+    /// `(TcpStream, SocketAddr)`, as tokio's `accept()` gives. Costs one `getpeername(2)`
+    /// per connection; see [`IncomingWithAddr`].
+    pub fn incoming_with_addr(&self) -> IncomingWithAddr {
+        IncomingWithAddr::new(self.incoming())
     }
 
     /// The address the listener is bound to (with the port the kernel picked for port 0).

@@ -10,9 +10,9 @@ mod listener;
 mod split;
 mod stream;
 
-pub use incoming::Incoming;
+pub use incoming::{Incoming, IncomingWithAddr};
 pub use listener::{ListenOptions, TcpListener};
-pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use stream::TcpStream;
 
 use std::io;

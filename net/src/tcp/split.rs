@@ -1,4 +1,5 @@
-//! The owned halves of a `TcpStream`, for a reader task and a writer task on one core.
+//! The halves of a `TcpStream`: owned ones (`into_split`), for a reader task and a writer
+//! task on one core, and borrowed ones (`split`), for both directions in one task.
 //!
 //! Both halves share the socket's fd (an `Rc`: they are `!Send`, as tasks on one core need
 //! not be); it closes when both are dropped. Dropping the write half does not shut the
@@ -97,6 +98,30 @@ impl OwnedWriteHalf {
         sio::write_all(&self.fd, buf).await
     }
 
+    /// Writes all of the borrowed `data`, copying it first; as
+    /// [`TcpStream::write_all_from`] (one allocation and one copy per call).
+    pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::write_all_from(&self.fd, data).await
+    }
+
+    /// Writes `bufs` in order, once; as [`TcpStream::writev`].
+    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+        sio::writev(&self.fd, bufs).await
+    }
+
+    /// Writes all of `bufs` in order; as [`TcpStream::writev_all`].
+    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+        sio::writev_all(&self.fd, bufs).await
+    }
+
+    /// Sends `buf` once without copying it into the kernel; as [`TcpStream::send_zc`].
+    pub async fn send_zc<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        if buf.bytes_init() == 0 {
+            return (Ok(0), buf);
+        }
+        ops::send_zc(&self.fd, buf).await
+    }
+
     /// Shuts down a direction of the connection; as [`TcpStream::shutdown`].
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         ops::shutdown(&self.fd, how).await
@@ -113,6 +138,57 @@ impl OwnedWriteHalf {
     }
 }
 
-crate::io::impl_as_fd!(OwnedReadHalf, OwnedWriteHalf);
-crate::io::impl_async_read!(OwnedReadHalf);
-crate::io::impl_async_write!(OwnedWriteHalf);
+/// The read half of a [`TcpStream`] borrowed by [`TcpStream::split`]: the futures-io read
+/// traits (tokio's under the `tokio-io` feature), on the stream's read buffer.
+#[derive(Debug)]
+pub struct ReadHalf<'a> {
+    fd: &'a SharedFd,
+    read: &'a mut ReadState,
+}
+
+/// The write half of a [`TcpStream`] borrowed by [`TcpStream::split`]: the futures-io
+/// `AsyncWrite` (tokio's under the `tokio-io` feature), on the stream's write buffer.
+///
+/// `close` (tokio's `shutdown`) shuts the connection's write direction down, as on the
+/// stream.
+#[derive(Debug)]
+pub struct WriteHalf<'a> {
+    fd: &'a SharedFd,
+    write: &'a mut WriteState,
+}
+
+impl<'a> ReadHalf<'a> {
+    pub(crate) fn new(fd: &'a SharedFd, read: &'a mut ReadState) -> ReadHalf<'a> {
+        ReadHalf { fd, read }
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(self.fd).peer_addr())
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(self.fd).local_addr())
+    }
+}
+
+impl<'a> WriteHalf<'a> {
+    pub(crate) fn new(fd: &'a SharedFd, write: &'a mut WriteState) -> WriteHalf<'a> {
+        WriteHalf { fd, write }
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(self.fd).peer_addr())
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        inet_addr(SockRef::from(self.fd).local_addr())
+    }
+}
+
+crate::io::impl_as_fd!(OwnedReadHalf, OwnedWriteHalf, ReadHalf<'_>, WriteHalf<'_>);
+crate::io::impl_async_read!(OwnedReadHalf, ReadHalf<'_>);
+crate::io::impl_async_write!(OwnedWriteHalf, WriteHalf<'_>);

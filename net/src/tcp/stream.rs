@@ -20,7 +20,7 @@ use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
 use crate::recv_stream::RecvStream;
 use crate::resolve::{no_addresses, resolve, ToSocketAddrs};
-use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf};
+use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 
 /// A connected TCP socket.
 ///
@@ -28,11 +28,15 @@ use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf};
 /// op still in the kernel for it are dropped. Dropping it cancels its ops in flight: flush
 /// (or close) an `AsyncWrite` before dropping.
 ///
-/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`) shadow the
-/// `futures::io` extension methods of the same names; call those as
-/// `AsyncWriteExt::write_all(&mut stream, bytes)`.
+/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`, `shutdown`) are
+/// inherent, so on a `TcpStream` binding they are found before the `futures::io` (or tokio)
+/// extension methods of the same names. Those are reached without a qualified call through
+/// a `&mut TcpStream` (a function parameter, or `let s = &mut stream; s.read(&mut buf)`)
+/// or through the borrowed halves of [`split`]: see "Two ways to do I/O" in the [crate]
+/// documentation.
 ///
 /// [`into_split`]: TcpStream::into_split
+/// [`split`]: TcpStream::split
 #[derive(Debug)]
 pub struct TcpStream {
     fd: SharedFd,
@@ -108,6 +112,16 @@ impl TcpStream {
         sio::write_all(&self.fd, buf).await
     }
 
+    /// Writes all of the borrowed `data` (`write_all(&data[..])` does not compile: an op
+    /// must own its buffer, since the kernel may read it after a dropped future is gone).
+    ///
+    /// Cost: `data` is copied into a `Vec` the op owns, one allocation and one copy per
+    /// call; pass an owned buffer to [`write_all`](TcpStream::write_all) to avoid both.
+    /// Empty `data` gives `Ok(())` at once.
+    pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::write_all_from(&self.fd, data).await
+    }
+
     /// Reads once into `bufs` in order (one `IORING_OP_READV`), each up to its total length;
     /// gives them back with the total count. Empty buffers give `Ok(0)` at once.
     pub async fn readv<B: IoBufMut>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
@@ -121,10 +135,16 @@ impl TcpStream {
     /// `MSG_NOSIGNAL`, so a reset peer is `EPIPE`, never `SIGPIPE`; the count may be short).
     /// Empty buffers give `Ok(0)` at once; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
     pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
-        if bufs.iter().all(|b| b.bytes_init() == 0) {
-            return (Ok(0), bufs);
-        }
-        ops::send_msg_vectored(&self.fd, bufs).await
+        sio::writev(&self.fd, bufs).await
+    }
+
+    /// Writes all the initialised bytes of `bufs`, in order, and gives them back.
+    ///
+    /// One vectored send (as [`writev`](TcpStream::writev)) when the socket takes it all,
+    /// the common case; after a short one, the rest is sent buffer by buffer. `WriteZero`
+    /// if the socket takes nothing; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
+    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+        sio::writev_all(&self.fd, bufs).await
     }
 
     /// Sends `buf`'s initialised bytes once without copying them into the kernel
@@ -160,6 +180,24 @@ impl TcpStream {
         (
             OwnedReadHalf::new(fd.clone(), read),
             OwnedWriteHalf::new(fd, write),
+        )
+    }
+
+    /// Borrows the stream as a read half and a write half (tokio's `TcpStream::split`),
+    /// usable at once in one task (e.g. with `futures::join!` or `futures::io::copy`).
+    ///
+    /// The halves have the futures-io traits (`AsyncRead`, `AsyncBufRead`, `AsyncWrite`;
+    /// tokio's under the `tokio-io` feature) on the stream's own buffers, and no owned-buffer
+    /// methods, so `AsyncReadExt::read(&mut half, ..)` is simply `half.read(..)`. Costs
+    /// nothing: no reference count, no allocation. For halves that move to separate tasks
+    /// use [`into_split`](TcpStream::into_split).
+    ///
+    /// With `futures::io::AsyncReadExt` in scope, `stream.split()` on a binding is that
+    /// trait's by-value `split(self)`; call `TcpStream::split(&mut stream)` for this one.
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (
+            ReadHalf::new(&self.fd, &mut self.read),
+            WriteHalf::new(&self.fd, &mut self.write),
         )
     }
 

@@ -23,7 +23,7 @@ mod stream;
 pub use addr::SocketAddr;
 pub use datagram::UnixDatagram;
 pub use listener::{Incoming, UnixListener};
-pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use stream::UnixStream;
 
 use std::io;

@@ -1,4 +1,5 @@
-//! The owned halves of a `UnixStream`, for a reader task and a writer task on one core.
+//! The halves of a `UnixStream`: owned ones (`into_split`), for a reader task and a writer
+//! task on one core, and borrowed ones (`split`), for both directions in one task.
 //!
 //! Both halves share the socket's fd (an `Rc`: they are `!Send`, as tasks on one core need
 //! not be); it closes when both are dropped. Dropping the write half does not shut the
@@ -101,6 +102,22 @@ impl OwnedWriteHalf {
         ops::shutdown(&self.fd, how).await
     }
 
+    /// Writes all of the borrowed `data`, copying it first; as
+    /// [`UnixStream::write_all_from`] (one allocation and one copy per call).
+    pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::write_all_from(&self.fd, data).await
+    }
+
+    /// Writes `bufs` in order, once; as [`UnixStream::writev`].
+    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+        sio::writev(&self.fd, bufs).await
+    }
+
+    /// Writes all of `bufs` in order; as [`UnixStream::writev_all`].
+    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+        sio::writev_all(&self.fd, bufs).await
+    }
+
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         super::peer_addr(&self.fd)
@@ -112,6 +129,55 @@ impl OwnedWriteHalf {
     }
 }
 
-impl_as_fd!(OwnedReadHalf, OwnedWriteHalf);
-impl_async_read!(OwnedReadHalf);
-impl_async_write!(OwnedWriteHalf);
+/// The read half of a [`UnixStream`] borrowed by [`UnixStream::split`]: the futures-io read
+/// traits (tokio's under the `tokio-io` feature), on the stream's read buffer.
+#[derive(Debug)]
+pub struct ReadHalf<'a> {
+    fd: &'a SharedFd,
+    read: &'a mut ReadState,
+}
+
+/// The write half of a [`UnixStream`] borrowed by [`UnixStream::split`]: the futures-io
+/// `AsyncWrite` (tokio's under the `tokio-io` feature), on the stream's write buffer;
+/// `close` shuts the write direction down.
+#[derive(Debug)]
+pub struct WriteHalf<'a> {
+    fd: &'a SharedFd,
+    write: &'a mut WriteState,
+}
+
+impl<'a> ReadHalf<'a> {
+    pub(crate) fn new(fd: &'a SharedFd, read: &'a mut ReadState) -> ReadHalf<'a> {
+        ReadHalf { fd, read }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        super::peer_addr(self.fd)
+    }
+
+    /// The socket's own address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        super::local_addr(self.fd)
+    }
+}
+
+impl<'a> WriteHalf<'a> {
+    pub(crate) fn new(fd: &'a SharedFd, write: &'a mut WriteState) -> WriteHalf<'a> {
+        WriteHalf { fd, write }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        super::peer_addr(self.fd)
+    }
+
+    /// The socket's own address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        super::local_addr(self.fd)
+    }
+}
+
+impl_as_fd!(OwnedReadHalf, OwnedWriteHalf, ReadHalf<'_>, WriteHalf<'_>);
+impl_async_read!(OwnedReadHalf, ReadHalf<'_>);
+impl_async_write!(OwnedWriteHalf, WriteHalf<'_>);

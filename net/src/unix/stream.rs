@@ -19,7 +19,8 @@ use crate::fd::SharedFd;
 use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
 use crate::unix::{
-    impl_as_fd, impl_async_read, impl_async_write, OwnedReadHalf, OwnedWriteHalf, SocketAddr,
+    impl_as_fd, impl_async_read, impl_async_write, OwnedReadHalf, OwnedWriteHalf, ReadHalf,
+    SocketAddr, WriteHalf,
 };
 
 /// A connected Unix stream socket.
@@ -28,11 +29,15 @@ use crate::unix::{
 /// op still in the kernel for it are dropped. Dropping it cancels its ops in flight: flush
 /// (or close) an `AsyncWrite` before dropping.
 ///
-/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`) shadow the
-/// `futures::io` extension methods of the same names; call those as
-/// `AsyncWriteExt::write_all(&mut stream, bytes)`.
+/// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`, `shutdown`) are
+/// inherent, so on a `UnixStream` binding they are found before the `futures::io` (or
+/// tokio) extension methods of the same names. Those are reached without a qualified call
+/// through a `&mut UnixStream` (a function parameter, or
+/// `let s = &mut stream; s.read(&mut buf)`) or through the borrowed halves of [`split`]:
+/// see "Two ways to do I/O" in the [crate] documentation.
 ///
 /// [`into_split`]: UnixStream::into_split
+/// [`split`]: UnixStream::split
 #[derive(Debug)]
 pub struct UnixStream {
     fd: SharedFd,
@@ -108,6 +113,26 @@ impl UnixStream {
         sio::write_all(&self.fd, buf).await
     }
 
+    /// Writes all of the borrowed `data`; as [`TcpStream::write_all_from`]: `data` is copied
+    /// into a `Vec` the op owns (one allocation and one copy per call).
+    ///
+    /// [`TcpStream::write_all_from`]: crate::TcpStream::write_all_from
+    pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::write_all_from(&self.fd, data).await
+    }
+
+    /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG`; the
+    /// count may be short); empty buffers give `Ok(0)` at once.
+    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+        sio::writev(&self.fd, bufs).await
+    }
+
+    /// Writes all the initialised bytes of `bufs`, in order; as
+    /// [`TcpStream::writev_all`](crate::TcpStream::writev_all).
+    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+        sio::writev_all(&self.fd, bufs).await
+    }
+
     /// Shuts down the read direction, the write direction (the peer reads end of stream
     /// after the bytes sent so far) or both.
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
@@ -121,6 +146,16 @@ impl UnixStream {
         (
             OwnedReadHalf::new(fd.clone(), read),
             OwnedWriteHalf::new(fd, write),
+        )
+    }
+
+    /// Borrows the stream as a read half and a write half, usable at once in one task; as
+    /// [`TcpStream::split`](crate::TcpStream::split) (the futures-io traits, tokio's under
+    /// `tokio-io`, and no owned-buffer methods).
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (
+            ReadHalf::new(&self.fd, &mut self.read),
+            WriteHalf::new(&self.fd, &mut self.write),
         )
     }
 
