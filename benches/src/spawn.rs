@@ -65,7 +65,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
 
 /// Tasks in one run of the placement table.
 const CPU_TASKS: u64 = 10_000;
-/// Rounds of arithmetic per CPU-bound task: about 10 us of work.
+/// Rounds of arithmetic per CPU-bound task (about 30 us on this machine).
 const TASK_WORK: u64 = 20_000;
 
 /// The placement table: `CPU_TASKS` CPU-bound `Send` tasks spawned from core 0, on a

@@ -250,6 +250,7 @@ impl Builder {
         let rt = Runtime {
             core: Rc::new(core),
             workers,
+            unpinned,
         };
         if std::env::var_os("RUNTIME_LOG").is_some() {
             for (i, f) in rt.core_flags().iter().enumerate() {
@@ -265,10 +266,14 @@ impl Builder {
 ///
 /// Not `Send`: core 0's ring belongs to the thread that built it (SINGLE_ISSUER). Dropping
 /// the runtime stops every core, drops their tasks, cancels and reaps their ops, and joins
-/// the worker threads; a worker whose loop panicked is reported on stderr.
+/// the worker threads; a worker whose loop panicked is reported on stderr. The building
+/// thread, pinned to core 0's CPU by `build`, gets its former CPU affinity back.
 pub struct Runtime {
     core: Rc<Core>,
     workers: Vec<Worker>,
+    /// The building thread's CPU affinity before `build` pinned it (core 0), given back
+    /// when the runtime is dropped: a later runtime on this thread sees every CPU again.
+    unpinned: Option<libc::cpu_set_t>,
 }
 
 impl Runtime {
@@ -347,6 +352,9 @@ impl Drop for Runtime {
         }
         self.core.shutdown();
         ALIVE.with(|a| a.set(false));
+        if let Some(old) = &self.unpinned {
+            let _ = cores::set_affinity(old);
+        }
     }
 }
 

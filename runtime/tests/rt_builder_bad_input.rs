@@ -134,3 +134,44 @@ fn a_cpu_this_process_may_not_use_is_an_invalid_input_error() {
     assert_rejects(Builder::new().cpus([denied]).build(), denied);
     assert_eq!(thread_affinity(), before);
 }
+
+#[test]
+fn dropping_a_pinned_runtime_gives_the_thread_its_cpus_back() {
+    // On its own thread: the test changes that thread's affinity.
+    std::thread::spawn(|| {
+        let before = allowed();
+        if before.len() < 2 {
+            eprintln!("skipped: one CPU allowed");
+            return;
+        }
+        let rt = runtime::Builder::new().cores(2).build().unwrap();
+        assert_eq!(allowed().len(), 1, "core 0 is pinned while the runtime lives");
+        drop(rt);
+        assert_eq!(allowed(), before, "the drop restores the thread's CPUs");
+        // So a second multi-core runtime on this thread still spreads over two CPUs.
+        let rt = runtime::Builder::new().cores(2).build().unwrap();
+        let cpu = rt.block_on(async { runtime::spawn_on(1, async { current_cpu() }).await });
+        assert_ne!(cpu.unwrap(), current_cpu(), "core 1 runs on another CPU than core 0");
+    })
+    .join()
+    .unwrap();
+}
+
+/// The CPUs the calling thread may run on.
+fn allowed() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t of the size passed; 0 is this thread.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(r, 0);
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// The CPU this thread runs on now.
+fn current_cpu() -> usize {
+    // SAFETY: sched_getcpu takes no arguments.
+    unsafe { libc::sched_getcpu() as usize }
+}
