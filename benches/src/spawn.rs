@@ -92,7 +92,7 @@ fn spread(opts: &Opts) -> io::Result<()> {
     drop(contestants);
     let t = Table {
         title: format!(
-            "spawn (Send, CPU-bound): {n} tasks of ~10 us spawned from core 0, then joined, \
+            "spawn (Send, CPU-bound): {n} tasks of {TASK_WORK} rounds of arithmetic from core 0, joined, \
              median of {} runs",
             plan.runs
         ),
