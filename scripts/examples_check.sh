@@ -178,6 +178,12 @@ timeout 10 "$BIN/http-client" "$H/no/such/path" >/dev/null 2>&1 && fail "http-cl
 timeout 10 "$BIN/http-client" "$S/" >/dev/null 2>&1 && fail "http-client: unknown issuer accepted"
 echo "ok: http-client (HTTP/1.1, h2c, https h2 and http/1.1; one connection each)"
 
+# port-scan (the tokio program ported in docs/coming-from-tokio.md): axum's port by the
+# name localhost (DNS on the blocking pool) is open, port 1 is closed, and it exits 0.
+scan=$(timeout 20 "$BIN/port-scan" localhost "$PORT" 1) || fail "port-scan: $scan"
+[[ "$scan" == *"$PORT/tcp open"* && "$scan" == *"1/tcp closed"* ]] || fail "port-scan: '$scan'"
+echo "ok: port-scan"
+
 # Graceful stop: SIGTERM in the middle of three streaming responses (10 chunks, 200 ms
 # apart: HTTP/1.1, h2c, https h2); each completes, new connections are refused, exit 0.
 CURLS=()
@@ -246,7 +252,7 @@ cmp "$WORK/src" "$WORK/dst4" || fail "cp (read/write, 4 KiB blocks): files diffe
 "$BIN/cp" "$WORK/empty" "$WORK/empty2" && cmp "$WORK/empty" "$WORK/empty2" || fail "cp: empty file"
 echo "ok: cp"
 
-for b in echo http axum http-client redis cp; do
+for b in echo http axum http-client port-scan redis cp; do
     "$BIN/$b" --help | grep -q usage || fail "$b --help"
 done
 echo "examples_check: all passed"
