@@ -59,3 +59,28 @@ fn signals_that_cannot_be_handled_are_refused() {
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "signal {sig}");
     }
 }
+
+#[test]
+fn a_signal_that_arrives_while_the_core_is_busy_is_delivered_after() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut hup = signal(SignalKind::hangup()).unwrap();
+        // Another thread signals while this core is busy in a task that does not yield.
+        let sender = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            raise(libc::SIGHUP);
+        });
+        let busy = runtime::spawn_local(async {
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(100) {
+                std::hint::spin_loop();
+            }
+        });
+        busy.await.unwrap();
+        sender.join().unwrap();
+        runtime::time::timeout(Duration::from_secs(5), hup.recv())
+            .await
+            .expect("the SIGHUP that came during the busy task is delivered")
+            .unwrap();
+    });
+}

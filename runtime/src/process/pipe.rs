@@ -2,6 +2,8 @@
 //! (`IORING_OP_READ`/`WRITE` on the pipe's fd), behind owned-buffer methods and the
 //! futures-io traits.
 //!
+//! tokio's traits are there too under the `tokio-io` feature of `runtime`.
+//!
 //! The traits keep one buffer and at most one op in flight per pipe, between polls, so a
 //! poll that is dropped loses nothing: the bytes a read brought stay buffered, and a write
 //! reported done is sent (write-behind, like a `BufWriter`; `poll_flush` waits for it).
@@ -287,5 +289,56 @@ impl futures::io::AsyncWrite for PipeWriter {
 impl AsRawFd for PipeWriter {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.raw()
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl tokio::io::AsyncRead for PipeReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if out.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let this = self.get_mut();
+        let avail = ready!(this.poll_fill(cx))?;
+        let n = avail.len().min(out.remaining());
+        out.put_slice(&avail[..n]);
+        this.pos += n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl tokio::io::AsyncBufRead for PipeReader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        self.get_mut().poll_fill(cx)
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.pos = (this.pos + amt).min(this.buf.len());
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl tokio::io::AsyncWrite for PipeWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_write_slice(cx, data)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_drain(cx)
+    }
+
+    /// Flushes; the pipe itself closes when the writer is dropped.
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_drain(cx)
     }
 }
