@@ -145,13 +145,21 @@ fn dropping_a_pinned_runtime_gives_the_thread_its_cpus_back() {
             return;
         }
         let rt = runtime::Builder::new().cores(2).build().unwrap();
-        assert_eq!(allowed().len(), 1, "core 0 is pinned while the runtime lives");
+        assert_eq!(
+            allowed().len(),
+            1,
+            "core 0 is pinned while the runtime lives"
+        );
         drop(rt);
         assert_eq!(allowed(), before, "the drop restores the thread's CPUs");
         // So a second multi-core runtime on this thread still spreads over two CPUs.
         let rt = runtime::Builder::new().cores(2).build().unwrap();
         let cpu = rt.block_on(async { runtime::spawn_on(1, async { current_cpu() }).await });
-        assert_ne!(cpu.unwrap(), current_cpu(), "core 1 runs on another CPU than core 0");
+        assert_ne!(
+            cpu.unwrap(),
+            current_cpu(),
+            "core 1 runs on another CPU than core 0"
+        );
     })
     .join()
     .unwrap();
