@@ -230,3 +230,48 @@ fn incoming_with_addr_yields_peer_addresses() {
         }
     });
 }
+
+/// `read_buf` appends into a Vec's spare capacity (tokio's semantics), so a Vec is reused
+/// without `clear()` and keeps what it held; with no spare capacity it reserves some.
+#[test]
+fn read_buf_appends_after_the_vec_length() {
+    runtime::Runtime::new().unwrap().block_on(async {
+        let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = runtime::spawn_local(net::TcpStream::connect(addr));
+        let (server, _) = listener.accept().await.unwrap();
+        let client = client.await.unwrap().unwrap();
+
+        let (res, _) = client.write_all(b"hello".to_vec()).await;
+        res.unwrap();
+        let mut buf = Vec::with_capacity(64);
+        buf.extend_from_slice(b">> ");
+        let mut n = 0;
+        while n < 5 {
+            let (res, b) = server.read_buf(buf).await;
+            n += res.unwrap();
+            buf = b;
+        }
+        assert_eq!(buf, b">> hello");
+
+        // Reused as it is: the next bytes go after the first ones.
+        let (res, _) = client.write_all(b" world".to_vec()).await;
+        res.unwrap();
+        let mut n = 0;
+        while n < 6 {
+            let (res, b) = server.read_buf(buf).await;
+            n += res.unwrap();
+            buf = b;
+        }
+        assert_eq!(buf, b">> hello world");
+
+        // A full Vec gets room reserved instead of a zero-length read.
+        let mut full = b"xy".to_vec();
+        full.shrink_to_fit();
+        let (res, _) = client.write_all(b"!".to_vec()).await;
+        res.unwrap();
+        let (res, full) = server.read_buf(full).await;
+        assert_eq!(res.unwrap(), 1);
+        assert_eq!(full, b"xy!");
+    });
+}

@@ -8,7 +8,9 @@
 mod owned;
 mod poll;
 
-pub(crate) use owned::{read, read_exact, write, write_all, write_all_from, writev, writev_all};
+pub(crate) use owned::{
+    read, read_buf, read_exact, write, write_all, write_all_from, writev, writev_all,
+};
 pub(crate) use poll::{ReadState, WriteState};
 
 /// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field.

@@ -19,6 +19,16 @@ pub(crate) async fn read<B: IoBufMut>(fd: &SharedFd, buf: B) -> (io::Result<usiz
     ops::recv(fd, buf).await
 }
 
+/// Reads once into `buf`'s spare capacity, appending (8 KiB reserved first when it has
+/// none); `Ok(0)` is end of stream.
+pub(crate) async fn read_buf(fd: &SharedFd, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+    if buf.capacity() == buf.len() {
+        buf.reserve(8 * 1024);
+    }
+    let (res, spare) = read(fd, runtime::buf::Spare::new(buf)).await;
+    (res, spare.into_inner())
+}
+
 /// Reads until `buf` is full (its total length); `UnexpectedEof` if the stream ends first.
 pub(crate) async fn read_exact<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> (io::Result<()>, B) {
     let total = buf.bytes_total();

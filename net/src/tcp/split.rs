@@ -54,6 +54,13 @@ impl OwnedReadHalf {
         sio::read(&self.fd, buf).await
     }
 
+    /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
+    /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
+    /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
+    pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+        sio::read_buf(&self.fd, buf).await
+    }
+
     /// Reads until `buf` is full; as [`TcpStream::read_exact`].
     pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
         sio::read_exact(&self.fd, buf).await

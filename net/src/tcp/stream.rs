@@ -92,8 +92,20 @@ impl TcpStream {
 
     /// Reads once into `buf` (up to its total length, from its start) and gives it back with
     /// the count; `Ok(0)` is end of stream. A zero-length buffer gives `Ok(0)` at once.
+    ///
+    /// A `Vec` is filled from index 0 up to its capacity, whatever its length (the
+    /// owned-buffer convention of tokio-uring and monoio): its length becomes at least the
+    /// count. To append after what a `Vec` holds, as tokio's `read_buf` does, use
+    /// [`read_buf`](TcpStream::read_buf).
     pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         sio::read(&self.fd, buf).await
+    }
+
+    /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
+    /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
+    /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
+    pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+        sio::read_buf(&self.fd, buf).await
     }
 
     /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if

@@ -78,6 +78,76 @@ pub unsafe trait IoBufMut: IoBuf {
     unsafe fn set_init(&mut self, pos: usize);
 }
 
+/// A `Vec`'s spare capacity as a buffer to read into: an op fills the bytes after the
+/// Vec's length and the length grows by what it wrote, as tokio's `read_buf` does (a plain
+/// `Vec` is filled from index 0 up to its capacity, the owned-buffer convention of
+/// tokio-uring and monoio). [`Spare::into_inner`] gives the Vec back.
+///
+/// ```
+/// use runtime::buf::{IoBuf, IoBufMut, Spare};
+///
+/// let mut v = Vec::with_capacity(8);
+/// v.extend_from_slice(b"ab");
+/// let mut spare = Spare::new(v);
+/// assert_eq!((spare.bytes_init(), spare.bytes_total()), (0, 6));
+/// // SAFETY: writes 3 bytes inside the spare capacity, then records them.
+/// unsafe {
+///     std::ptr::copy_nonoverlapping(b"cde".as_ptr(), spare.stable_mut_ptr(), 3);
+///     spare.set_init(3);
+/// }
+/// assert_eq!(spare.into_inner(), b"abcde");
+/// ```
+#[derive(Debug)]
+pub struct Spare {
+    vec: Vec<u8>,
+    /// The Vec's length when it was wrapped: where the spare capacity starts.
+    base: usize,
+}
+
+impl Spare {
+    /// Wraps `vec`; reads go after its current length.
+    pub fn new(vec: Vec<u8>) -> Spare {
+        let base = vec.len();
+        Spare { vec, base }
+    }
+
+    /// The Vec, its length grown by what was read into it.
+    pub fn into_inner(self) -> Vec<u8> {
+        self.vec
+    }
+}
+
+// SAFETY: the Vec's heap block does not move when the value moves; the buffer is the
+// allocated, uninitialised bytes `base..capacity`, of which `len - base` are initialised.
+unsafe impl IoBuf for Spare {
+    fn stable_ptr(&self) -> *const u8 {
+        // SAFETY: `base <= capacity`, so the pointer is inside (or one past) the block.
+        unsafe { self.vec.as_ptr().add(self.base) }
+    }
+    fn bytes_init(&self) -> usize {
+        self.vec.len() - self.base
+    }
+    fn bytes_total(&self) -> usize {
+        self.vec.capacity() - self.base
+    }
+}
+
+// SAFETY: as for IoBuf; the length is only raised over bytes the kernel wrote.
+unsafe impl IoBufMut for Spare {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: as in `stable_ptr`.
+        unsafe { self.vec.as_mut_ptr().add(self.base) }
+    }
+    unsafe fn set_init(&mut self, pos: usize) {
+        let len = self.base + pos;
+        if len > self.vec.len() {
+            // SAFETY: `len <= capacity` and the bytes up to it are initialised (the
+            // caller's contract for `pos`, on top of the Vec's own `base` bytes).
+            unsafe { self.vec.set_len(len) };
+        }
+    }
+}
+
 // SAFETY: a Vec's heap block does not move when the Vec value moves; `len` bytes are
 // initialised and `capacity` bytes are allocated.
 unsafe impl IoBuf for Vec<u8> {
