@@ -128,6 +128,18 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         ]
     }))
     .collect();
+    // The server CPU per connection the second table prints, also in `--json` rows.
+    let mut series = series;
+    for (s, rep) in series.iter_mut().zip(&reports) {
+        let per: Vec<f64> = rep.borrow()[1..]
+            .iter()
+            .map(|r| r.cpu.as_secs_f64() * 1e6 / r.count.max(1) as f64)
+            .collect();
+        if !per.is_empty() {
+            s.extra
+                .push(("server_cpu_us_per_op".to_string(), Summary::of(&per).median));
+        }
+    }
     let table = Table {
         title: format!(
             "accept: {count} clients per run (connect, write {MSG} B, read it back, close), \

@@ -202,6 +202,15 @@ pub(crate) fn measure(spec: &Spec<'_>, cfg: Config, plan: Plan) -> io::Result<()
         .iter()
         .map(|s| Summary::of(&s.runs.iter().map(Measure::rate).collect::<Vec<_>>()).median)
         .collect();
+    // The server CPU per round trip the details table prints, also in `--json` rows.
+    let mut series = series;
+    for (s, x) in series.iter_mut().zip(&extras) {
+        let us: Vec<f64> = x.iter().map(|e| e.server.us_per_rt()).collect();
+        if !us.is_empty() {
+            s.extra
+                .push(("server_cpu_us_per_op".to_string(), Summary::of(&us).median));
+        }
+    }
     let table = Table {
         title: format!(
             "{}: {} connections x {} B ping-pong, {:.1} s windows, median of {} runs",

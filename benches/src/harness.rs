@@ -65,6 +65,7 @@ pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(
             name: c.name.clone(),
             runs: Vec::with_capacity(plan.runs),
             peak_rss_kib: 0,
+            extra: Vec::new(),
         })
         .collect();
     let progress = Measuring::new((contestants.len() * (1 + plan.runs)) as u64);

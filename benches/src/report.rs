@@ -139,6 +139,9 @@ pub struct Series {
     pub runs: Vec<Measure>,
     /// The largest process peak RSS in KiB seen during this contestant's runs.
     pub peak_rss_kib: u64,
+    /// Figures a table prints beside the main ones (e.g. `server_cpu_us_per_op`), carried
+    /// into the row's `extra` in `--json`.
+    pub extra: Vec<(String, f64)>,
 }
 
 impl Series {
@@ -238,6 +241,7 @@ impl Table {
                             .chain(self.tokio_median().map(|t| {
                                 ("ratio_vs_tokio".to_string(), metric.speedup(sum.median, t))
                             }))
+                            .chain(s.extra.iter().cloned())
                             .collect(),
                     }
                 })
@@ -672,8 +676,38 @@ mod tests {
     }
 
     #[test]
+    fn a_series_extra_figure_reaches_its_json_row() {
+        let mut s = Series {
+            extra: Vec::new(),
+            name: "runtime".to_string(),
+            runs: vec![Measure {
+                ops: 1000,
+                elapsed: Duration::from_secs(1),
+                enters: None,
+            }],
+            peak_rss_kib: 0,
+        };
+        s.extra.push(("server_cpu_us_per_op".to_string(), 3.5));
+        let table = Table {
+            title: "echo: a test".to_string(),
+            metric: Metric::Rate("rt/s"),
+            ratio_label: "vs x".to_string(),
+            baseline: 0,
+            series: vec![s],
+            notes: Vec::new(),
+        };
+        let rec = table.record(1000.0);
+        let extra = &rec.rows[0].extra;
+        assert!(
+            extra.contains(&("server_cpu_us_per_op".to_string(), 3.5)),
+            "{extra:?}"
+        );
+    }
+
+    #[test]
     fn paired_ratio_cancels_drift_between_rounds() {
         let series = |name: &str, secs: &[f64]| Series {
+            extra: Vec::new(),
             name: name.to_string(),
             runs: secs
                 .iter()
