@@ -19,12 +19,23 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
+//! use net::tls::rustls::pki_types::pem::PemObject;
+//! use net::tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 //! use net::tls::{rustls, TlsAcceptor};
-//! # fn config() -> rustls::ServerConfig { unimplemented!() }
 //!
 //! # #[runtime::main]
 //! # async fn main() -> std::io::Result<()> {
-//! let mut config: rustls::ServerConfig = config();
+//! let certs = CertificateDer::pem_file_iter("cert.pem")
+//!     .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+//!     .map_err(std::io::Error::other)?;
+//! let key = PrivateKeyDer::from_pem_file("key.pem").map_err(std::io::Error::other)?;
+//! let provider = Arc::new(rustls::crypto::ring::default_provider());
+//! let mut config = rustls::ServerConfig::builder_with_provider(provider)
+//!     .with_safe_default_protocol_versions()
+//!     .map_err(std::io::Error::other)?
+//!     .with_no_client_auth()
+//!     .with_single_cert(certs, key)
+//!     .map_err(std::io::Error::other)?;
 //! config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
 //! let acceptor = TlsAcceptor::new(Arc::new(config));
 //! let listener = net::TcpListener::bind("127.0.0.1:8443")?;
