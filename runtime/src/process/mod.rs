@@ -34,7 +34,6 @@ mod wait;
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::{ExitStatus, Output};
 
@@ -165,41 +164,25 @@ impl Command {
                 return Err(crate::error::context(e, "pidfd_open for the new child"));
             }
         };
-        let pipe = |fd: Option<OwnedFd>| fd;
         Ok(Child {
             pid: child.id(),
-            stdin: pipe(child.stdin.take().map(OwnedFd::from)).map(PipeWriter::new),
-            stdout: pipe(child.stdout.take().map(OwnedFd::from)).map(PipeReader::new),
-            stderr: pipe(child.stderr.take().map(OwnedFd::from)).map(PipeReader::new),
+            stdin: child.stdin.take().map(|p| PipeWriter::new(p.into())),
+            stdout: child.stdout.take().map(|p| PipeReader::new(p.into())),
+            stderr: child.stderr.take().map(|p| PipeReader::new(p.into())),
             pidfd: Some(SharedFd::new(pidfd)),
             status: None,
             kill_on_drop: self.kill_on_drop,
         })
     }
 
-    /// Runs the child to its end with stdout and stderr collected (piped unless set
-    /// otherwise; stdin null unless set).
+    /// Runs the child to its end with stdout and stderr collected (both are set to piped,
+    /// as tokio's `output` does; stdin is as set, inherited by default).
     ///
     /// # Errors
     /// As [`spawn`](Command::spawn), and reading the pipes or waiting.
     pub async fn output(&mut self) -> io::Result<Output> {
         self.std.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = self.spawn()?;
-        let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
-        // Both pipes at once: a child that fills one while we wait on the other would block.
-        let read = |p: Option<PipeReader>| async move {
-            match p {
-                Some(mut p) => p.read_to_end().await,
-                None => Ok(Vec::new()),
-            }
-        };
-        let (stdout, stderr) = futures::future::join(read(out.take()), read(err.take())).await;
-        let status = child.wait().await?;
-        Ok(Output {
-            status,
-            stdout: stdout?,
-            stderr: stderr?,
-        })
+        self.spawn()?.wait_with_output().await
     }
 
     /// Runs the child to its end (stdio inherited unless set) and gives its exit status.
@@ -305,6 +288,7 @@ impl Child {
     /// # Errors
     /// As [`wait`](Child::wait), and reading the pipes.
     pub async fn wait_with_output(mut self) -> io::Result<Output> {
+        // Both pipes at once: a child that fills one while we wait on the other would block.
         let read = |p: Option<PipeReader>| async move {
             match p {
                 Some(mut p) => p.read_to_end().await,
