@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell};
 use std::ptr;
 
-use crate::driver::Driver;
+use crate::driver::{Driver, Features};
 use crate::time::Timers;
 
 /// Identifies one core (one ring and its loop) for the life of the process.
@@ -35,6 +35,8 @@ pub(crate) struct CoreContext {
     pub(crate) id: CoreId,
     pub(crate) driver: RefCell<Driver>,
     pub(crate) timers: RefCell<Timers>,
+    /// The driver's features, copied out so reading them needs no borrow of the driver.
+    pub(crate) features: Features,
 }
 
 thread_local! {
@@ -79,6 +81,12 @@ fn with_current<R>(f: impl FnOnce(&CoreContext) -> R) -> Option<R> {
 #[inline]
 pub(crate) fn current_core_id() -> Option<CoreId> {
     with_current(|c| c.id)
+}
+
+/// The current core's ring features, or `None` outside a runtime.
+#[inline]
+pub(crate) fn current_features() -> Option<Features> {
+    with_current(|c| c.features)
 }
 
 /// Runs `f` with the current core's driver.

@@ -58,7 +58,7 @@ pub mod sync;
 pub mod time;
 
 pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
-pub use driver::RingFlags;
+pub use driver::{Features, RingFlags};
 pub use executor::{
     core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
     yield_now, JoinError, JoinHandle,
@@ -75,6 +75,15 @@ pub mod task {
         spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now, AbortHandle,
         JoinError, JoinHandle, JoinSet,
     };
+}
+
+/// The kernel features the current core's ring was granted; `None` outside a runtime.
+///
+/// Cheap (a copy of a value the core keeps), so code choosing between a fast path and its
+/// fallback (say, multishot receives from a buffer ring or plain reads) may call it per
+/// socket. Cores of one runtime are built alike, but each probes its own ring.
+pub fn features() -> Option<Features> {
+    context::current_features()
 }
 
 /// The current core's counters; `None` outside a runtime.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::blocking::{self, BlockingPool};
 use crate::cores::{self, CoreSet, Worker};
-use crate::driver::RingFlags;
+use crate::driver::{feature_bit as bit, Features, RingConfig, RingFlags};
 use crate::executor::{Core, JoinHandle};
 use crate::stats::Stats;
 
@@ -27,7 +27,16 @@ pub(crate) fn set_alive(on: bool) {
 /// ```
 /// let rt = runtime::Builder::new().entries(64).build().unwrap();
 /// println!("granted: {}", rt.flags());
+/// println!("{}", rt.features());
 /// ```
+///
+/// Every setup flag and kernel feature is asked for by default; one this kernel lacks is
+/// left off silently, and [`Runtime::flags`] and [`Runtime::features`] say what each core
+/// got. The feature switches ([`registered_ring_fd`](Builder::registered_ring_fd),
+/// [`no_sqarray`](Builder::no_sqarray), [`min_timeout`](Builder::min_timeout),
+/// [`recv_multishot`](Builder::recv_multishot), [`recv_bundle`](Builder::recv_bundle),
+/// [`direct_descriptors`](Builder::direct_descriptors)) turn one off on purpose: to
+/// compare, or to run the fallback path on a kernel that has the feature.
 #[derive(Clone, Debug)]
 pub struct Builder {
     entries: u32,
@@ -40,6 +49,10 @@ pub struct Builder {
     pin: Option<bool>,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
+    no_sqarray: bool,
+    /// The features asked for (`driver::features::bit`s).
+    features: u16,
+    recv_buffers: (u16, u32),
 }
 
 impl Default for Builder {
@@ -62,9 +75,75 @@ impl Builder {
             pin: None,
             max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
             thread_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
+            no_sqarray: true,
+            features: bit::ALL,
+            recv_buffers: {
+                let d = RingConfig::all(1, 1);
+                (d.recv_ring_entries, d.recv_ring_buf_len)
+            },
         }
     }
 
+    fn feature(mut self, b: u16, on: bool) -> Builder {
+        if on {
+            self.features |= b;
+        } else {
+            self.features &= !b;
+        }
+        self
+    }
+
+    /// Register each ring's own fd and enter the kernel through the registered index
+    /// (`IORING_REGISTER_RING_FDS`, `IORING_ENTER_REGISTERED_RING`, Linux 5.18; default on):
+    /// each `io_uring_enter(2)` skips an fd lookup. See [`Features::registered_ring_fd`].
+    pub fn registered_ring_fd(self, on: bool) -> Builder {
+        self.feature(bit::REGISTERED_RING_FD, on)
+    }
+
+    /// Ask for `IORING_SETUP_NO_SQARRAY` (Linux 6.6; default on): the kernel reads SQEs in
+    /// ring order, without the SQ array's indirection. See [`Features::no_sqarray`].
+    pub fn no_sqarray(mut self, on: bool) -> Builder {
+        self.no_sqarray = on;
+        self.feature(bit::NO_SQARRAY, on)
+    }
+
+    /// Let a wait for a batch of completions (a task waiting on a linked chain) carry a
+    /// minimum timeout of a few microseconds (`min_wait_usec`, `IORING_FEAT_MIN_TIMEOUT`,
+    /// Linux 6.12; default on), so the batch arrives in one wake. An idle core's wait is the
+    /// same either way. See [`Features::min_timeout`].
+    pub fn min_timeout(self, on: bool) -> Builder {
+        self.feature(bit::MIN_TIMEOUT, on)
+    }
+
+    /// Let sockets read with multishot receives from a per-core provided-buffer ring
+    /// (`IORING_RECV_MULTISHOT`, Linux 6.0, with buffer rings; default on). Off, reads use
+    /// the caller's buffers. See [`Features::recv_multishot`].
+    pub fn recv_multishot(self, on: bool) -> Builder {
+        self.feature(bit::RECV_MULTISHOT, on)
+    }
+
+    /// Let receives from the provided-buffer ring take several buffers per completion
+    /// (`IORING_FEAT_RECVSEND_BUNDLE`, Linux 6.10; default on). See
+    /// [`Features::recv_bundle`].
+    pub fn recv_bundle(self, on: bool) -> Builder {
+        self.feature(bit::RECV_BUNDLE, on)
+    }
+
+    /// Register a sparse fixed-file table on each ring for direct descriptors (Linux 5.19;
+    /// default on), sized to the process's `RLIMIT_NOFILE` soft limit, at most 65536. See
+    /// [`Features::direct_descriptors`].
+    pub fn direct_descriptors(self, on: bool) -> Builder {
+        self.feature(bit::DIRECT_DESCRIPTORS, on)
+    }
+
+    /// The per-core provided-buffer ring of the read path: `entries` buffers (a power of
+    /// two, 1..=32768; default 1024) of `len` bytes each (1..=1 MiB; default 16384).
+    /// [`Builder::build`] fails with `InvalidInput`, naming the values, if either is out of
+    /// range. See [`Features::recv_ring_entries`].
+    pub fn recv_buffers(mut self, entries: u16, len: u32) -> Builder {
+        self.recv_buffers = (entries, len);
+        self
+    }
     /// Whether each core's thread is pinned to one CPU. By default a runtime of more than
     /// one core pins (core `i` to the `i`-th allowed CPU, or to [`cpus`](Builder::cpus)),
     /// and a one-core runtime pins only when given `cpus`. `pin(false)` runs every core
@@ -139,8 +218,8 @@ impl Builder {
         self
     }
 
-    /// The flags this builder asks the kernel for.
-    fn wanted(&self) -> io::Result<RingFlags> {
+    /// The flags and features this builder asks the kernel for.
+    fn wanted(&self) -> io::Result<RingConfig> {
         if self.entries == 0 || self.entries > 32768 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -154,7 +233,34 @@ impl Builder {
         f.defer_taskrun = self.defer_taskrun && self.single_issuer;
         f.coop_taskrun = self.coop_taskrun;
         f.taskrun_flag = self.coop_taskrun;
-        Ok(f)
+        f.no_sqarray = self.no_sqarray;
+        let (entries, len) = self.recv_buffers;
+        let max_entries = crate::driver::features::MAX_RECV_RING_ENTRIES;
+        let max_len = crate::driver::features::MAX_RECV_RING_BUF_LEN;
+        if entries == 0 || !entries.is_power_of_two() || entries > max_entries {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "Builder::recv_buffers(entries = {entries}, len = {len}): entries must be \
+                     a power of two in 1..={max_entries}, got {entries}"
+                ),
+            ));
+        }
+        if len == 0 || len > max_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "Builder::recv_buffers(entries = {entries}, len = {len}): len must be \
+                     1..={max_len} bytes (1 MiB), got {len}"
+                ),
+            ));
+        }
+        Ok(RingConfig {
+            flags: f,
+            asked: self.features,
+            recv_ring_entries: entries,
+            recv_ring_buf_len: len,
+        })
     }
 
     /// Which CPU each core is pinned to (`None`: not pinned), every CPU checked to fit a
@@ -182,12 +288,12 @@ impl Builder {
     fn start_workers(
         &self,
         cpu_of: &impl Fn(usize) -> Option<usize>,
-        want: RingFlags,
+        want: &RingConfig,
         set: &Arc<CoreSet>,
     ) -> io::Result<Vec<Worker>> {
         let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
         for i in 1..self.cores {
-            match cores::start_worker(i, cpu_of(i), want, set.clone()) {
+            match cores::start_worker(i, cpu_of(i), *want, set.clone()) {
                 Ok(w) => workers.push(w),
                 Err(e) => {
                     for w in &workers {
@@ -207,7 +313,7 @@ impl Builder {
     ///
     /// Fails if a runtime already lives on this thread, if the kernel has no usable
     /// io_uring (the error says why: kernel too old, `kernel.io_uring_disabled`, seccomp),
-    /// if the entries are out of range, or if a core cannot be pinned to its CPU (see
+    /// if the entries or [`recv_buffers`](Builder::recv_buffers) are out of range, or if a core cannot be pinned to its CPU (see
     /// [`Builder::cpus`]). A failed build leaves the calling thread's CPU affinity as it was.
     pub fn build(&self) -> io::Result<Runtime> {
         if ALIVE.with(Cell::get) {
@@ -241,8 +347,8 @@ impl Builder {
             self.max_blocking_threads,
             self.thread_keep_alive,
         )));
-        let core = Core::new(want, 0, set.clone()).map_err(unpin)?;
-        let workers = self.start_workers(&cpu_of, want, &set).map_err(unpin)?;
+        let core = Core::new(&want, 0, set.clone()).map_err(unpin)?;
+        let workers = self.start_workers(&cpu_of, &want, &set).map_err(unpin)?;
         let mut all = vec![core.shared.clone()];
         all.extend(workers.iter().map(|w| w.shared.clone()));
         set.set(all);
@@ -253,8 +359,10 @@ impl Builder {
             unpinned,
         };
         if std::env::var_os("RUNTIME_LOG").is_some() {
+            let features = rt.core_features();
             for (i, f) in rt.core_flags().iter().enumerate() {
                 eprintln!("runtime: core {i} ring set up with {f}");
+                eprintln!("runtime: core {i} features {}", features[i]);
             }
         }
         Ok(rt)
@@ -308,6 +416,19 @@ impl Runtime {
     pub fn core_flags(&self) -> Vec<RingFlags> {
         let mut v = vec![self.flags()];
         v.extend(self.workers.iter().map(|w| w.flags));
+        v
+    }
+
+    /// The kernel features core 0's ring was granted (see [`Features`]; each core probes
+    /// its own ring, and [`crate::features`] reads the current core's).
+    pub fn features(&self) -> Features {
+        self.core.ctx.features
+    }
+
+    /// The features each core's ring was granted, by core index.
+    pub fn core_features(&self) -> Vec<Features> {
+        let mut v = vec![self.features()];
+        v.extend(self.workers.iter().map(|w| w.features));
         v
     }
 

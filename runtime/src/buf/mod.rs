@@ -13,7 +13,8 @@ use std::ops::{Bound, RangeBounds};
 
 mod ring;
 
-pub use ring::{BufRing, RingBuf};
+pub(crate) use ring::release_core_ring;
+pub use ring::{core_ring, BufRing, RingBuf};
 
 /// A buffer the kernel may read from, with a stable address.
 ///

@@ -14,7 +14,7 @@
 //! slot after a drop) until its final CQE, and every `RingBuf` keeps one. The group is
 //! unregistered first, while the core is alive.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
 use std::ops::Deref;
@@ -60,8 +60,13 @@ struct Inner {
     registered: Cell<bool>,
     /// Buffers handed out and not yet returned.
     out: Cell<u32>,
-    /// A task waiting for a buffer to come back (`poll_available`).
-    waiter: Cell<Option<Waker>>,
+    /// Buffers returned to the ring so far: a reader that found the ring empty waits for
+    /// this count to move past the value it saw ([`BufRing::poll_returned_since`]).
+    returned: Cell<u64>,
+    /// Tasks waiting for a buffer to come back, all woken by the next return.
+    waiters: RefCell<Vec<Waker>>,
+    /// Receives that found the ring empty (`ENOBUFS`), as readers reported them.
+    empty: Cell<u64>,
 }
 
 impl BufRing {
@@ -96,7 +101,9 @@ impl BufRing {
             tail: Cell::new(0),
             registered: Cell::new(false),
             out: Cell::new(0),
-            waiter: Cell::new(None),
+            returned: Cell::new(0),
+            waiters: RefCell::new(Vec::new()),
+            empty: Cell::new(0),
         };
         for bid in 0..entries {
             inner.push(bid);
@@ -143,7 +150,51 @@ impl BufRing {
         if self.inner.out.get() < u32::from(self.inner.entries) {
             return Poll::Ready(());
         }
-        self.inner.waiter.set(Some(cx.waker().clone()));
+        self.inner.wait(cx);
+        Poll::Pending
+    }
+
+    /// How many buffers the kernel can still pick: the ring's free entries, read from the
+    /// kernel (`IORING_REGISTER_PBUF_STATUS`, Linux 6.8; one system call). `None` where the
+    /// kernel cannot say. For a reader whose receive ended with `ENOBUFS`: buffers may have
+    /// come back between the kernel's empty ring and the reader seeing the CQE.
+    pub fn available(&self) -> Option<u16> {
+        if context::current_core_id() != Some(self.inner.core) {
+            return None;
+        }
+        let head = context::with_driver(|d| d.buf_ring_head(self.inner.bgid)).ok()?;
+        Some(self.inner.tail.get().wrapping_sub(head))
+    }
+
+    /// Records that a receive found the ring empty (its CQE said `ENOBUFS`); readers call
+    /// this so that [`times_empty`](BufRing::times_empty) can tell a ring too small for its
+    /// load.
+    pub fn note_empty(&self) {
+        self.inner.empty.set(self.inner.empty.get() + 1);
+    }
+
+    /// How many receives found the ring empty, as [`note_empty`](BufRing::note_empty)
+    /// recorded them.
+    pub fn times_empty(&self) -> u64 {
+        self.inner.empty.get()
+    }
+
+    /// How many buffers have come back to the ring so far. A reader whose receive ended with
+    /// `ENOBUFS` (the ring was empty) keeps this value and re-arms once
+    /// [`poll_returned_since`](BufRing::poll_returned_since) says a buffer came back since.
+    pub fn returned(&self) -> u64 {
+        self.inner.returned.get()
+    }
+
+    /// `Ready` once a buffer has come back to the ring since [`returned`](BufRing::returned)
+    /// read `seen`; otherwise registers the waker, woken by the next return. Unlike
+    /// [`poll_available`](BufRing::poll_available) this is right when many connections
+    /// share the ring and the kernel holds buffers in CQEs nobody has taken yet.
+    pub fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        if self.inner.returned.get() != seen {
+            return Poll::Ready(());
+        }
+        self.inner.wait(cx);
         Poll::Pending
     }
 
@@ -168,12 +219,21 @@ impl BufRing {
         RingBuf {
             ring: self.inner.clone(),
             bid,
+            start: 0,
             len: len.min(self.inner.buf_len as usize),
         }
     }
 }
 
 impl Inner {
+    /// Registers `cx`'s waker for the next buffer return (once per task).
+    fn wait(&self, cx: &mut Context<'_>) {
+        let mut waiters = self.waiters.borrow_mut();
+        if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            waiters.push(cx.waker().clone());
+        }
+    }
+
     fn buf_ptr(&self, bid: u16) -> *mut u8 {
         self.bufs
             .as_ptr()
@@ -224,6 +284,60 @@ impl Drop for Inner {
     }
 }
 
+/// This thread's core ring: made on first use by the core it belongs to.
+enum CoreRing {
+    Ready(CoreId, BufRing),
+    /// Registering it failed on this core (an old kernel, locked memory): do not retry.
+    Failed(CoreId),
+}
+
+thread_local! {
+    static CORE_RING: RefCell<Option<CoreRing>> = const { RefCell::new(None) };
+}
+
+/// The current core's shared receive ring, made (mapped and registered) on first use: the
+/// provided buffers every connection on this core reads into, so an idle connection owns no
+/// receive buffer. Its size comes from [`Builder::recv_buffers`](crate::Builder::recv_buffers).
+///
+/// `None` outside a runtime, when the runtime was built with
+/// [`Builder::recv_multishot(false)`](crate::Builder::recv_multishot) or the kernel has no
+/// buffer rings ([`Features::recv_multishot`](crate::Features::recv_multishot)), or when
+/// this core could not register one (then callers fall back to a buffer of their own per
+/// read); the first failure is not retried.
+pub fn core_ring() -> Option<BufRing> {
+    let core = context::current_core_id()?;
+    let features = context::current_features()?;
+    if !features.recv_multishot {
+        return None;
+    }
+    CORE_RING.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        match &*slot {
+            Some(CoreRing::Ready(id, ring)) if *id == core => return Some(ring.clone()),
+            Some(CoreRing::Failed(id)) if *id == core => return None,
+            _ => {}
+        }
+        let (entries, len) = (features.recv_ring_entries, features.recv_ring_buf_len);
+        let (made, ring) = match BufRing::new(entries, len) {
+            Ok(ring) => (CoreRing::Ready(core, ring.clone()), Some(ring)),
+            Err(_) => (CoreRing::Failed(core), None),
+        };
+        // A ring of a core that ran on this thread before is dropped here (outside its
+        // runtime it only unmaps; its ring fd is closed).
+        let old = slot.replace(made);
+        drop(slot);
+        drop(old);
+        ring
+    })
+}
+
+/// Drops the current core's ring (its runtime is shutting down, its ops reaped): the group
+/// is unregistered while the core's ring still exists.
+pub(crate) fn release_core_ring() {
+    let old = CORE_RING.with(|slot| slot.borrow_mut().take());
+    drop(old);
+}
+
 fn next_bgid() -> u16 {
     // Group ids are per ring; one process-wide counter keeps them distinct on every core.
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -242,9 +356,16 @@ impl fmt::Debug for BufRing {
 }
 
 /// A buffer the kernel filled from a [`BufRing`]; goes back to the ring when dropped.
+///
+/// Derefs to the filled bytes not yet [`advance`](RingBuf::advance)d past. It is also an
+/// [`IoBuf`](super::IoBuf), so a received chunk can be written out as it is (an echo copies
+/// nothing), the buffer returning to the ring once the write gives it back and it is dropped.
 pub struct RingBuf {
     ring: Rc<Inner>,
     bid: u16,
+    /// Bytes before `start` were consumed.
+    start: usize,
+    /// Bytes the kernel filled.
     len: usize,
 }
 
@@ -253,6 +374,16 @@ impl RingBuf {
     pub fn bid(&self) -> u16 {
         self.bid
     }
+
+    /// Drops the first `n` bytes of the view (at most all of them); the buffer itself goes
+    /// back to the ring only when the `RingBuf` is dropped.
+    pub fn advance(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.len);
+    }
+
+    fn ptr(&self) -> *const u8 {
+        self.ring.buf_ptr(self.bid).wrapping_add(self.start)
+    }
 }
 
 impl Deref for RingBuf {
@@ -260,8 +391,26 @@ impl Deref for RingBuf {
 
     fn deref(&self) -> &[u8] {
         // SAFETY: the kernel wrote `len` bytes into buffer `bid` and gave it to us; it will not
-        // touch it again until we push it back to the ring (in Drop).
-        unsafe { std::slice::from_raw_parts(self.ring.buf_ptr(self.bid), self.len) }
+        // touch it again until we push it back to the ring (in Drop); `start <= len`.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len - self.start) }
+    }
+}
+
+// SAFETY: the bytes live in the ring's buffer memory, which the `Rc<Inner>` this value holds
+// keeps allocated and in place (module invariant); moving the `RingBuf` moves only that
+// handle. The kernel wrote the first `len` bytes, so `len - start` from `ptr()` are
+// initialised, and no op of the ring picks this buffer until it is pushed back in `Drop`.
+unsafe impl super::IoBuf for RingBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len - self.start
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.len - self.start
     }
 }
 
@@ -270,7 +419,9 @@ impl Drop for RingBuf {
         self.ring.push(self.bid);
         self.ring.publish();
         self.ring.out.set(self.ring.out.get() - 1);
-        if let Some(w) = self.ring.waiter.take() {
+        self.ring.returned.set(self.ring.returned.get() + 1);
+        let waiters = std::mem::take(&mut *self.ring.waiters.borrow_mut());
+        for w in waiters {
             w.wake();
         }
     }
@@ -280,7 +431,7 @@ impl fmt::Debug for RingBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RingBuf")
             .field("bid", &self.bid)
-            .field("len", &self.len)
+            .field("len", &(self.len - self.start))
             .finish()
     }
 }

@@ -13,7 +13,7 @@ use std::thread;
 
 use super::pin::pin_to;
 use super::{CoreSet, Shared};
-use crate::driver::RingFlags;
+use crate::driver::{Features, RingConfig, RingFlags};
 use crate::error::context;
 use crate::executor::Core;
 
@@ -21,6 +21,7 @@ use crate::executor::Core;
 pub(crate) struct Worker {
     pub(crate) shared: Arc<Shared>,
     pub(crate) flags: RingFlags,
+    pub(crate) features: Features,
     thread: thread::JoinHandle<()>,
 }
 
@@ -29,18 +30,19 @@ pub(crate) struct Worker {
 pub(crate) fn start_worker(
     index: usize,
     cpu: Option<usize>,
-    want: RingFlags,
+    want: RingConfig,
     set: Arc<CoreSet>,
 ) -> io::Result<Worker> {
-    let (tx, rx) = mpsc::channel::<io::Result<(Arc<Shared>, RingFlags)>>();
+    let (tx, rx) = mpsc::channel::<io::Result<(Arc<Shared>, RingFlags, Features)>>();
     let thread = thread::Builder::new()
         .name(format!("runtime-core-{index}"))
         .spawn(move || worker_main(index, cpu, want, set, tx))
         .map_err(|e| context(e, format!("spawning core {index}'s thread")))?;
     match rx.recv() {
-        Ok(Ok((shared, flags))) => Ok(Worker {
+        Ok(Ok((shared, flags, features))) => Ok(Worker {
             shared,
             flags,
+            features,
             thread,
         }),
         Ok(Err(e)) => {
@@ -59,9 +61,9 @@ pub(crate) fn start_worker(
 fn worker_main(
     index: usize,
     cpu: Option<usize>,
-    want: RingFlags,
+    want: RingConfig,
     set: Arc<CoreSet>,
-    tx: mpsc::Sender<io::Result<(Arc<Shared>, RingFlags)>>,
+    tx: mpsc::Sender<io::Result<(Arc<Shared>, RingFlags, Features)>>,
 ) {
     if let Some(cpu) = cpu {
         if let Err(e) = pin_to(cpu) {
@@ -69,7 +71,7 @@ fn worker_main(
             return;
         }
     }
-    let core = match Core::new(want, index, set) {
+    let core = match Core::new(&want, index, set) {
         Ok(core) => core,
         Err(e) => {
             let _ = tx.send(Err(e));
@@ -78,7 +80,10 @@ fn worker_main(
     };
     let shared = core.shared.clone();
     let flags = core.ctx.driver.borrow().flags();
-    if tx.send(Ok((shared.clone(), flags))).is_err() {
+    if tx
+        .send(Ok((shared.clone(), flags, core.ctx.features)))
+        .is_err()
+    {
         return;
     }
     crate::runtime::set_alive(true);

@@ -1,13 +1,113 @@
 //! Entering the kernel: `io_uring_enter(2)` to submit, to collect completions, and to wait,
 //! and what the loop does about each error it returns ([`EnterError`]).
+//!
+//! Every enter goes through [`Driver::enter`], one raw syscall. Where the kernel has
+//! registered ring fds (`IORING_REGISTER_RING_FDS`, 5.18) the driver registers its ring's fd
+//! at setup ([`register_ring_fd`]) and enters with the registered index and
+//! `IORING_ENTER_REGISTERED_RING`, which spares the kernel an fd lookup (and its reference
+//! count) per enter. A registered index belongs to the thread that registered it; the
+//! driver lives and enters on its core's thread only (it is `!Send`). The io-uring crate
+//! remembers a registration only in one `Submitter`, which borrows the ring, so the driver
+//! keeps the index itself. The ring's real fd stays open: other cores' MSG_RING wakes name it.
 
 use std::io;
+use std::os::fd::RawFd;
 use std::task::Waker;
 use std::time::Duration;
 
-use io_uring::types;
-
+use super::sq::{IORING_SQ_CQ_OVERFLOW, IORING_SQ_TASKRUN};
 use super::{Driver, BATCH_WAIT_US, IORING_ENTER_GETEVENTS};
+
+/// `io_uring_enter(2)`'s flag: the last argument is a `struct io_uring_getevents_arg`.
+const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
+/// `io_uring_enter(2)`'s flag: the fd argument is an index of a registered ring fd.
+pub(super) const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+/// `io_uring_register(2)` opcodes registering and unregistering ring fds (5.18).
+const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
+
+/// `struct io_uring_rsrc_update` (include/uapi/linux/io_uring.h).
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// `struct __kernel_timespec`.
+#[repr(C)]
+struct KernelTimespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+/// `struct io_uring_getevents_arg` (include/uapi/linux/io_uring.h): a wait's timeout and
+/// minimum timeout (`min_wait_usec`, 6.12).
+#[repr(C)]
+struct GetEventsArg {
+    sigmask: u64,
+    sigmask_sz: u32,
+    min_wait_usec: u32,
+    ts: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<RsrcUpdate>() == 16);
+const _: () = assert!(std::mem::size_of::<GetEventsArg>() == 24);
+
+/// Registers ring `fd` with this thread's io_uring context (`IORING_REGISTER_RING_FDS`,
+/// 5.18, at most 16 per thread): returns its index, for [`IORING_ENTER_REGISTERED_RING`].
+pub(super) fn register_ring_fd(fd: RawFd) -> io::Result<u32> {
+    let mut up = RsrcUpdate {
+        // Any free index.
+        offset: u32::MAX,
+        resv: 0,
+        data: fd as u64,
+    };
+    // SAFETY: `up` is one valid `io_uring_rsrc_update`, live across the call; the kernel
+    // reads it and writes the chosen index into its `offset`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            fd,
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
+    match r {
+        1 => Ok(up.offset),
+        r if r < 0 => Err(io::Error::last_os_error()),
+        _ => Err(io::Error::other(
+            "io_uring_register(RING_FDS) registered no fd",
+        )),
+    }
+}
+
+/// Undoes [`register_ring_fd`] (the registration holds a reference to the ring, which would
+/// otherwise outlive its fd until the thread exits).
+pub(super) fn unregister_ring_fd(fd: RawFd, index: u32) -> io::Result<()> {
+    let up = RsrcUpdate {
+        offset: index,
+        resv: 0,
+        data: 0,
+    };
+    // SAFETY: `up` is one valid `io_uring_rsrc_update`, live across the call; the kernel
+    // only reads it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            fd,
+            IORING_UNREGISTER_RING_FDS,
+            &up as *const RsrcUpdate,
+            1u32,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
 
 /// What the loop does about an error of `io_uring_enter(2)` (see [`enter_error_kind`]).
 ///
@@ -52,6 +152,47 @@ fn enter_error_kind(errno: Option<i32>) -> EnterError {
 }
 
 impl Driver {
+    /// `io_uring_enter(2)` on this ring: through its registered index where it has one,
+    /// else its fd; with `arg`, as an extended wait (`IORING_ENTER_EXT_ARG`).
+    #[inline]
+    fn enter(
+        &self,
+        to_submit: u32,
+        min_complete: u32,
+        flags: u32,
+        arg: Option<&GetEventsArg>,
+    ) -> io::Result<u32> {
+        let (argp, argsz, flags) = match arg {
+            Some(a) => (
+                a as *const GetEventsArg as *const libc::c_void,
+                std::mem::size_of::<GetEventsArg>(),
+                flags | IORING_ENTER_EXT_ARG,
+            ),
+            None => (std::ptr::null(), 0, flags),
+        };
+        // SAFETY: `enter_fd` is this ring's fd, or its index registered by this thread (the
+        // driver never leaves its thread) with the flag saying so; `argp` is null or points
+        // at a `GetEventsArg` (whose `ts` is 0 or points at a timespec the caller keeps
+        // alive) live across the call. The SQEs the kernel reads point only at memory their
+        // ops own until their final CQE (the driver's contract for every push).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                self.enter_fd,
+                to_submit,
+                min_complete,
+                flags | self.enter_flags,
+                argp,
+                argsz,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as u32)
+        }
+    }
+
     /// Submits what the SQ holds without waiting, reaping first when the kernel says busy.
     ///
     /// Errors of `io_uring_enter(2)` (see [`EnterError`]): `Retry` ones are retried at once;
@@ -60,7 +201,15 @@ impl Driver {
     pub(super) fn submit_now(&mut self) {
         loop {
             self.counters.enters += 1;
-            let Err(e) = self.ring.submit() else {
+            // GETEVENTS only when the kernel has completion work pending or CQEs overflowed
+            // (as `io_uring::Submitter::submit` does): it runs that work.
+            let sq_flags = self.sq.flags();
+            let flags = if sq_flags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) != 0 {
+                IORING_ENTER_GETEVENTS
+            } else {
+                0
+            };
+            let Err(e) = self.enter(self.sq.len(), 0, flags, None) else {
                 return;
             };
             match enter_error_kind(e.raw_os_error()) {
@@ -70,12 +219,12 @@ impl Driver {
                     // of memory: reaping makes room and lets it free requests.
                     self.enter_getevents(0);
                     self.reap(Waker::wake);
-                    if self.ring.submission().is_empty() {
+                    if self.sq.len() == 0 {
                         return;
                     }
                 }
                 EnterError::Fatal(why) => {
-                    let queued = self.ring.submission().len();
+                    let queued = self.sq.len();
                     self.enter_failed(&format!("submit of {queued} SQEs"), &e, why)
                 }
             }
@@ -88,16 +237,7 @@ impl Driver {
     /// the SQEs stay queued and the caller's loop enters again; `Fatal` ones panic.
     pub(super) fn enter_getevents(&mut self, to_submit: u32) {
         self.counters.enters += 1;
-        // SAFETY: no argument pointer is passed; the flags are valid for io_uring_enter.
-        let res = unsafe {
-            self.ring.submitter().enter::<libc::sigset_t>(
-                to_submit,
-                0,
-                IORING_ENTER_GETEVENTS,
-                None,
-            )
-        };
-        if let Err(e) = res {
+        if let Err(e) = self.enter(to_submit, 0, IORING_ENTER_GETEVENTS, None) {
             if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
                 self.enter_failed(&format!("GETEVENTS, submitting {to_submit}"), &e, why);
             }
@@ -114,12 +254,10 @@ impl Driver {
     pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
         if !wait || timeout == Some(Duration::ZERO) {
             self.batch_hint = 0;
-            let sq = self.ring.submission();
-            let pending = sq.len() as u32;
-            if pending == 0 && !sq.taskrun() && !sq.cq_overflow() {
+            let pending = self.sq.len();
+            if pending == 0 && self.sq.flags() & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) == 0 {
                 return;
             }
-            drop(sq);
             self.enter_getevents(pending);
             return;
         }
@@ -127,22 +265,31 @@ impl Driver {
         let want = std::mem::take(&mut self.batch_hint).min(self.ops.len());
         // A task waiting for a batch (a linked chain) has the wait ask for all of it, so the
         // kernel runs the chain's deferred work in this one enter, but for at most
-        // `BATCH_WAIT_US` before it returns with whatever arrived.
+        // `BATCH_WAIT_US` before it returns with whatever arrived (`Features::min_timeout`:
+        // asked for, and the kernel has it). Any other wait, an idle one above all, waits
+        // for one CQE with no minimum timeout.
         let batch = want > 1 && self.min_timeout_ok;
-        let args = types::SubmitArgs::new();
-        let args = if batch {
-            args.min_wait_usec(BATCH_WAIT_US)
-        } else {
-            args
-        };
         let wait_nr = if batch { want } else { 1 };
-        let res = match timeout.map(types::Timespec::from) {
-            None if !batch => self.ring.submit_and_wait(1),
-            None => self.ring.submitter().submit_with_args(wait_nr, &args),
-            Some(ts) => self
-                .ring
-                .submitter()
-                .submit_with_args(wait_nr, &args.timespec(&ts)),
+        let ts = timeout.map(|t| KernelTimespec {
+            tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: t.subsec_nanos() as i64,
+        });
+        let to_submit = self.sq.len();
+        let res = if !batch && ts.is_none() {
+            self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None)
+        } else {
+            let arg = GetEventsArg {
+                sigmask: 0,
+                sigmask_sz: 0,
+                min_wait_usec: if batch { BATCH_WAIT_US } else { 0 },
+                ts: ts.as_ref().map_or(0, |t| t as *const KernelTimespec as u64),
+            };
+            self.enter(
+                to_submit,
+                wait_nr as u32,
+                IORING_ENTER_GETEVENTS,
+                Some(&arg),
+            )
         };
         if let Err(e) = res {
             if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
@@ -157,11 +304,16 @@ impl Driver {
     #[cold]
     #[inline(never)]
     pub(super) fn enter_failed(&mut self, call: &str, e: &io::Error, why: &str) -> ! {
-        let queued = self.ring.submission().len();
+        let queued = self.sq.len();
         panic!(
             "io_uring_enter ({call}) failed: {e}; {why}, so this core cannot go on \
-             (ring fd {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
+             (ring fd {}, entered as {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
             self.ring_fd(),
+            if self.enter_flags & IORING_ENTER_REGISTERED_RING != 0 {
+                format!("registered index {}", self.enter_fd)
+            } else {
+                "its fd".to_string()
+            },
             self.in_flight(),
             self.shutting_down,
             self.flags,

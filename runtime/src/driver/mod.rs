@@ -18,6 +18,7 @@
 //! kernel has run the cancel (inline, at submission) before the key can name another op.
 
 mod enter;
+pub(crate) mod features;
 pub mod op;
 pub mod ops;
 mod setup;
@@ -31,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+pub use features::Features;
+pub(crate) use features::{bit as feature_bit, RingConfig};
 use op::{complete_op, Lifecycle};
 pub use op::{Completable, Cqe, Link, MultiOp, Op, Prep, Release};
 pub use setup::RingFlags;
@@ -84,27 +87,56 @@ pub(crate) struct Driver {
     shutdown_progress: (usize, bool, Instant),
     /// Whether the kernel has `IORING_OP_MSG_RING` (5.18).
     msg_ring_ok: bool,
-    /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12).
+    /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12, and the builder's
+    /// `min_timeout` switch).
     min_timeout_ok: bool,
+    /// What `io_uring_enter(2)` is given as its fd: the ring's registered index (with
+    /// `enter_flags` = `IORING_ENTER_REGISTERED_RING`), or the ring's fd (and 0).
+    enter_fd: RawFd,
+    enter_flags: u32,
+    /// What the ring was granted beyond its setup flags.
+    features: Features,
     /// CQEs a parked task waits for before it can progress (see `expect_batch`).
     batch_hint: usize,
     /// Cores whose MSG_RING wake failed: the loop wakes them by eventfd.
     failed_msg_rings: Vec<usize>,
+    /// Multishot ops whose backlog filled during this reap, cancelled after it.
+    throttled: Vec<usize>,
     /// See `take_dead`.
     dead: Vec<Box<dyn std::any::Any>>,
     pub(crate) counters: DriverCounters,
 }
 
 impl Driver {
-    /// Sets up the ring (best flags this kernel grants) and arms the wake read.
-    pub(crate) fn new(want: RingFlags, wake_fd: RawFd) -> io::Result<Driver> {
-        let (ring, flags) = setup::build_ring(want)?;
-        let mut probe = io_uring::Probe::new();
-        let ring_min_timeout = ring.params().is_feature_min_timeout();
-        let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
-            && ring.submitter().register_probe(&mut probe).is_ok()
-            && probe.is_supported(opcode::MsgRingData::CODE);
+    /// Sets up the ring (best flags and features this kernel grants of those `config` asks
+    /// for) and arms the wake read. Must be called on the thread that will drive the ring.
+    pub(crate) fn new(config: &RingConfig, wake_fd: RawFd) -> io::Result<Driver> {
+        use std::os::fd::AsRawFd;
+        let (ring, flags) = setup::build_ring(config.flags)?;
         let sq = sq::Sq::new(&ring)?;
+        let mut probe = io_uring::Probe::new();
+        let probed = ring.submitter().register_probe(&mut probe).is_ok();
+        let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
+            && probed
+            && probe.is_supported(opcode::MsgRingData::CODE);
+        // Registered last: nothing after it fails, so the registration is always undone by
+        // the driver's drop.
+        let registered = if config.asks(feature_bit::REGISTERED_RING_FD) {
+            enter::register_ring_fd(ring.as_raw_fd()).ok()
+        } else {
+            None
+        };
+        let features = features::probe(
+            &ring,
+            config,
+            flags,
+            probed.then_some(&probe),
+            registered.is_some(),
+        );
+        let (enter_fd, enter_flags) = match registered {
+            Some(index) => (index as RawFd, enter::IORING_ENTER_REGISTERED_RING),
+            None => (ring.as_raw_fd(), 0),
+        };
         let mut driver = Driver {
             ring,
             sq,
@@ -115,9 +147,13 @@ impl Driver {
             wake_armed: false,
             shutting_down: false,
             msg_ring_ok,
-            min_timeout_ok: ring_min_timeout,
+            min_timeout_ok: features.min_timeout,
+            enter_fd,
+            enter_flags,
+            features,
             batch_hint: 0,
             failed_msg_rings: Vec::new(),
+            throttled: Vec::new(),
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
             counters: DriverCounters::default(),
@@ -129,6 +165,11 @@ impl Driver {
     /// The flags the kernel granted.
     pub(crate) fn flags(&self) -> RingFlags {
         self.flags
+    }
+
+    /// The features the ring was granted.
+    pub(crate) fn features(&self) -> Features {
+        self.features
     }
 
     /// Pushes one SQE; a full SQ is submitted first. Never drops an SQE.
@@ -171,6 +212,7 @@ impl Driver {
                         res,
                         flags,
                         &mut wake,
+                        &mut self.throttled,
                     );
                     continue;
                 }
@@ -193,6 +235,10 @@ impl Driver {
             }
             // The kernel holds overflowed CQEs: ask it to flush them into the (now empty) CQ.
             self.enter_getevents(0);
+        }
+        // Multishot ops whose backlog filled: cancel them (their readers re-arm).
+        while let Some(key) = self.throttled.pop() {
+            self.cancel(key);
         }
         self.counters.cqes += n as u64;
         if !self.wake_armed && !self.shutting_down {
@@ -286,6 +332,39 @@ impl Driver {
         }
     }
 
+    /// The kernel's head of provided-buffer ring `bgid` (`IORING_REGISTER_PBUF_STATUS`,
+    /// Linux 6.8): the entries before it were picked, those from it to the tail are free.
+    pub(crate) fn buf_ring_head(&self, bgid: u16) -> io::Result<u16> {
+        /// `struct io_uring_buf_status`.
+        #[repr(C)]
+        struct BufStatus {
+            buf_group: u32,
+            head: u32,
+            resv: [u32; 8],
+        }
+        const IORING_REGISTER_PBUF_STATUS: libc::c_uint = 26;
+        let mut status = BufStatus {
+            buf_group: u32::from(bgid),
+            head: 0,
+            resv: [0; 8],
+        };
+        // SAFETY: io_uring_register(2) with PBUF_STATUS reads and writes one
+        // `io_uring_buf_status`, which `status` is, alive for the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.ring_fd(),
+                IORING_REGISTER_PBUF_STATUS,
+                std::ptr::addr_of_mut!(status),
+                1,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(status.head as u16)
+    }
+
     /// Unregisters a provided-buffer ring; the kernel picks no buffer from it afterwards.
     pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) {
         if let Err(e) = self.ring.submitter().unregister_buf_ring(bgid) {
@@ -363,5 +442,14 @@ impl Drop for Driver {
             self.shutdown_start();
         }
         while !self.shutdown_step() {}
+        if self.enter_flags & enter::IORING_ENTER_REGISTERED_RING != 0 {
+            // The registration holds the ring open; undo it so closing the fd frees the
+            // ring now rather than when this thread exits. On failure (never expected: the
+            // index is ours) the ring is freed at thread exit instead.
+            let index = self.enter_fd as u32;
+            let _ = enter::unregister_ring_fd(self.ring_fd(), index);
+            self.enter_fd = self.ring_fd();
+            self.enter_flags = 0;
+        }
     }
 }

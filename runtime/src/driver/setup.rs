@@ -2,7 +2,7 @@
 //!
 //! Follows io_uring_setup(2). The flags asked for, and the kernel that first has each:
 //! `SUBMIT_ALL` 5.18 · `COOP_TASKRUN`, `TASKRUN_FLAG` 5.19 · `SINGLE_ISSUER` 6.0 ·
-//! `DEFER_TASKRUN` 6.1. An older kernel answers `EINVAL` for a flag it does not know; the
+//! `DEFER_TASKRUN` 6.1 · `NO_SQARRAY` 6.6. An older kernel answers `EINVAL` for a flag it does not know; the
 //! setup then drops the newest flag and tries again, so the ring always gets the best set
 //! this kernel has. Without io_uring at all the error names the cause and what to do.
 
@@ -24,6 +24,9 @@ pub struct RingFlags {
     pub taskrun_flag: bool,
     /// `IORING_SETUP_SUBMIT_ALL`: a failing SQE does not stop the rest of the batch.
     pub submit_all: bool,
+    /// `IORING_SETUP_NO_SQARRAY` (Linux 6.6): the kernel reads SQEs in ring order, without
+    /// the SQ array's indirection.
+    pub no_sqarray: bool,
     /// Submission queue entries.
     pub sq_entries: u32,
     /// Completion queue entries.
@@ -38,6 +41,7 @@ impl fmt::Display for RingFlags {
             (self.coop_taskrun, "COOP_TASKRUN"),
             (self.taskrun_flag, "TASKRUN_FLAG"),
             (self.submit_all, "SUBMIT_ALL"),
+            (self.no_sqarray, "NO_SQARRAY"),
         ];
         let mut first = true;
         for (_, name) in names.iter().filter(|(on, _)| *on) {
@@ -63,6 +67,7 @@ impl RingFlags {
             coop_taskrun: true,
             taskrun_flag: true,
             submit_all: true,
+            no_sqarray: true,
             sq_entries,
             cq_entries,
         }
@@ -71,7 +76,9 @@ impl RingFlags {
     /// The next set to try after the kernel refused `self`: the newest flag dropped.
     /// `None` once nothing is left to drop.
     pub(crate) fn fallback(mut self) -> Option<Self> {
-        if self.defer_taskrun {
+        if self.no_sqarray {
+            self.no_sqarray = false; // 6.6
+        } else if self.defer_taskrun {
             self.defer_taskrun = false; // 6.1
         } else if self.single_issuer {
             self.single_issuer = false; // 6.0
@@ -107,6 +114,9 @@ pub(crate) fn build_ring(want: RingFlags) -> io::Result<(IoUring, RingFlags)> {
         }
         if flags.submit_all {
             b.setup_submit_all();
+        }
+        if flags.no_sqarray {
+            b.setup_no_sqarray();
         }
         match b.build(flags.sq_entries) {
             Ok(ring) => {
@@ -172,12 +182,13 @@ mod tests {
             seen.push(next);
             f = next;
         }
-        assert_eq!(seen.len(), 5);
-        assert!(!seen[1].defer_taskrun && seen[1].single_issuer);
-        assert!(!seen[2].single_issuer && seen[2].coop_taskrun);
-        assert!(!seen[3].coop_taskrun && !seen[3].taskrun_flag && seen[3].submit_all);
+        assert_eq!(seen.len(), 6);
+        assert!(!seen[1].no_sqarray && seen[1].defer_taskrun);
+        assert!(!seen[2].defer_taskrun && seen[2].single_issuer);
+        assert!(!seen[3].single_issuer && seen[3].coop_taskrun);
+        assert!(!seen[4].coop_taskrun && !seen[4].taskrun_flag && seen[4].submit_all);
         assert_eq!(
-            seen[4],
+            seen[5],
             RingFlags {
                 sq_entries: 8,
                 cq_entries: 16,
@@ -191,7 +202,7 @@ mod tests {
         let f = RingFlags::all(8, 16);
         assert_eq!(
             f.to_string(),
-            "SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|TASKRUN_FLAG|SUBMIT_ALL sq=8 cq=16"
+            "SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|TASKRUN_FLAG|SUBMIT_ALL|NO_SQARRAY sq=8 cq=16"
         );
         assert_eq!(RingFlags::default().to_string(), "(none) sq=0 cq=0");
     }

@@ -13,8 +13,13 @@
 //! only [`Sq::take_back`] moves it back, over SQEs the kernel has not seen yet):
 //! the io-uring crate's own view of the SQ (its length, flags) reads the same tail and head,
 //! so the two never disagree. (A `SubmissionQueue` of the crate stores back the tail it read
-//! when dropped, so the driver never holds one across a push.) The crate sets up the SQ array as the identity mapping, so the
-//! SQE for ring position `tail` is slot `tail & mask`.
+//! when dropped, so the driver never holds one across a push.)
+//!
+//! The SQE for ring position `tail` is slot `tail & mask` in both of the SQ's modes: with
+//! the SQ array (before Linux 6.6, or without `IORING_SETUP_NO_SQARRAY`) the crate sets the
+//! array up once as the identity mapping and nothing here writes it again; with
+//! `NO_SQARRAY` there is no array and the kernel reads slot `head & mask` directly. So
+//! pushes are the same in both modes.
 
 use std::io;
 use std::ptr::{self, NonNull};
@@ -57,6 +62,12 @@ struct RawParams {
 const _: () = assert!(std::mem::size_of::<RawParams>() == 120);
 const _: () = assert!(std::mem::size_of::<io_uring::Parameters>() == 120);
 const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+
+/// `IORING_SQ_CQ_OVERFLOW`: the kernel holds CQEs that did not fit the CQ.
+pub(crate) const IORING_SQ_CQ_OVERFLOW: u32 = 1 << 1;
+/// `IORING_SQ_TASKRUN`: completion work is pending (`TASKRUN_FLAG`); an enter with
+/// `GETEVENTS` runs it.
+pub(crate) const IORING_SQ_TASKRUN: u32 = 1 << 2;
 
 /// `mmap(2)` offset of the SQ ring.
 const IORING_OFF_SQ_RING: libc::off_t = 0;
@@ -108,6 +119,8 @@ impl Drop for Mapping {
 pub(crate) struct Sq {
     head: NonNull<AtomicU32>,
     tail: NonNull<AtomicU32>,
+    /// The SQ ring's flags word, which the kernel sets (`IORING_SQ_*`).
+    flags: NonNull<AtomicU32>,
     sqes: NonNull<squeue::Entry>,
     mask: u32,
     entries: u32,
@@ -130,7 +143,7 @@ impl Sq {
             ));
         }
         let off = p.sq_off;
-        let ring_len = off.head.max(off.tail).max(off.ring_mask) as usize + 4;
+        let ring_len = off.head.max(off.tail).max(off.ring_mask).max(off.flags) as usize + 4;
         let fd = ring.as_raw_fd();
         let ring_map = Mapping::new(fd, ring_len, IORING_OFF_SQ_RING, "SQ ring")?;
         let sqes_len = p.sq_entries as usize * std::mem::size_of::<squeue::Entry>();
@@ -150,6 +163,7 @@ impl Sq {
         Ok(Sq {
             head: at(off.head).cast(),
             tail: at(off.tail).cast(),
+            flags: at(off.flags).cast(),
             sqes: sqes_map.addr.cast(),
             mask,
             entries: p.sq_entries,
@@ -189,6 +203,28 @@ impl Sq {
                 .as_ref()
                 .store(tail.wrapping_add(1), Ordering::Release);
         }
+    }
+
+    /// SQEs pushed that the kernel has not consumed yet.
+    #[inline]
+    pub(crate) fn len(&self) -> u32 {
+        // SAFETY: both words stay mapped while `self` lives; the kernel moves the head, the
+        // tail is ours.
+        let (head, tail) = unsafe {
+            (
+                self.head.as_ref().load(Ordering::Acquire),
+                self.tail.as_ref().load(Ordering::Relaxed),
+            )
+        };
+        tail.wrapping_sub(head)
+    }
+
+    /// The SQ ring's flags (`IORING_SQ_CQ_OVERFLOW`, `IORING_SQ_TASKRUN`), as the kernel last
+    /// set them.
+    #[inline]
+    pub(crate) fn flags(&self) -> u32 {
+        // SAFETY: the flags word stays mapped while `self` lives; only the kernel writes it.
+        unsafe { self.flags.as_ref().load(Ordering::Acquire) }
     }
 
     /// The ring position the next push writes to: a mark for [`Sq::take_back`].
@@ -244,7 +280,23 @@ mod tests {
     /// the crate's view of the SQ (its length) follows the tail we publish.
     #[test]
     fn in_place_sqes_reach_the_kernel() {
-        let mut ring = IoUring::new(8).expect("io_uring setup");
+        in_place_sqes_reach_the_kernel_on(IoUring::new(8).expect("io_uring setup"));
+    }
+
+    /// The same without the SQ array (`IORING_SETUP_NO_SQARRAY`, Linux 6.6), where the
+    /// kernel has it: SQEs are read in ring order, slot `head & mask`.
+    #[test]
+    fn in_place_sqes_reach_the_kernel_without_sq_array() {
+        match IoUring::builder().setup_no_sqarray().build(8) {
+            Ok(ring) => in_place_sqes_reach_the_kernel_on(ring),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                eprintln!("skipped: this kernel has no IORING_SETUP_NO_SQARRAY (6.6)");
+            }
+            Err(e) => panic!("io_uring setup with NO_SQARRAY: {e}"),
+        }
+    }
+
+    fn in_place_sqes_reach_the_kernel_on(mut ring: IoUring) {
         let mut sq = Sq::new(&ring).expect("SQ mapping");
         for round in 0..3u64 {
             let mut pushed = 0;
@@ -254,6 +306,7 @@ mod tests {
                 unsafe { sq.push(sqe) };
                 pushed += 1;
                 assert_eq!(ring.submission().len() as u64, pushed);
+                assert_eq!(sq.len() as u64, pushed);
             }
             assert_eq!(pushed, 8, "an 8-entry SQ takes 8 SQEs");
             assert_eq!(ring.submit_and_wait(8).expect("submit"), 8);

@@ -35,7 +35,7 @@ use slab::Slab;
 
 use crate::context::{self, coop, CoreContext};
 use crate::cores::{CoreSet, Shared};
-use crate::driver::{Driver, RingFlags};
+use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
 pub use join::{AbortHandle, JoinError, JoinHandle};
 pub use join_set::JoinSet;
@@ -161,15 +161,17 @@ pub(crate) struct CoreCounters {
 }
 
 impl Core {
-    pub(crate) fn new(want: RingFlags, index: usize, set: Arc<CoreSet>) -> io::Result<Core> {
+    pub(crate) fn new(want: &RingConfig, index: usize, set: Arc<CoreSet>) -> io::Result<Core> {
         let shared = Arc::new(Shared::new(index)?);
         let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
+        let features = driver.features();
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
             ctx: CoreContext {
                 id: shared.id,
                 driver: RefCell::new(driver),
                 timers: RefCell::new(Timers::default()),
+                features,
             },
             shared,
             set,
@@ -373,5 +375,7 @@ impl Core {
                 break;
             }
         }
+        // Every op is reaped: the core's receive ring can be unregistered and freed.
+        crate::buf::release_core_ring();
     }
 }

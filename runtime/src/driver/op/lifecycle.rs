@@ -20,6 +20,7 @@
 //! | `Ignored` | final CQE | freed (data to the dead list; a produced fd closed) |
 //! | (none) | `submit_multi` | `Multi` |
 //! | `Multi` | CQE | `Multi` (queued, waker woken); `done` without `F_MORE` |
+//! | `Multi` | CQE filling its backlog | `Multi` (queued, woken, `ASYNC_CANCEL` queued once) |
 //! | `Multi` | `poll_multi` of the final CQE | freed |
 //! | `Multi` | `drop_multi` | `IgnoredMulti` (+ `ASYNC_CANCEL`), or freed if done |
 //! | `IgnoredMulti` | CQE | its late handler; freed on the final one |
@@ -77,6 +78,11 @@ pub(crate) struct MultiSlot {
     pub(crate) queue: VecDeque<(i32, u32)>,
     /// The kernel posted the CQE without `F_MORE`: nothing more will come.
     pub(crate) done: bool,
+    /// Queued CQEs at which the driver cancels the op (0: no limit), so that a reader who
+    /// stops reading holds a bounded number of completions (and of provided buffers).
+    pub(crate) backlog: u16,
+    /// The backlog cancel was queued.
+    pub(crate) throttled: bool,
 }
 
 /// What the driver does with a slot after a CQE: `#[must_use]` so no caller forgets one.
@@ -86,6 +92,8 @@ pub(crate) enum Transition {
     Keep,
     /// Keep the slot and wake this waker.
     Wake(Waker),
+    /// Keep the slot, wake the waker if any, and cancel the op: its backlog is full.
+    Throttle(Option<Waker>),
     /// The op is over: remove the slot (freeing ignored data), closing `fd` if set.
     Remove { close_fd: Option<i32> },
 }
@@ -113,6 +121,14 @@ impl Lifecycle {
             Lifecycle::Multi(m) => {
                 m.done = !cqueue::more(flags);
                 m.queue.push_back((res, flags));
+                if m.backlog != 0
+                    && !m.done
+                    && !m.throttled
+                    && m.queue.len() >= usize::from(m.backlog)
+                {
+                    m.throttled = true;
+                    return Transition::Throttle(m.waker.take());
+                }
                 match m.waker.take() {
                     Some(w) => Transition::Wake(w),
                     None => Transition::Keep,
@@ -200,11 +216,13 @@ impl Driver {
     }
 
     /// Takes a slot for a multishot op and pushes its SQE.
-    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry) -> usize {
+    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry, backlog: u16) -> usize {
         let key = self.ops.insert(Lifecycle::Multi(Box::new(MultiSlot {
             waker: None,
             queue: Default::default(),
             done: false,
+            backlog,
+            throttled: false,
         })));
         self.push(sqe.user_data(key as u64));
         key
@@ -321,6 +339,7 @@ pub(crate) fn complete_op(
     res: i32,
     flags: u32,
     wake: &mut impl FnMut(Waker),
+    throttled: &mut Vec<usize>,
 ) {
     let Some(slot) = ops.get_mut(key) else {
         panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
@@ -342,6 +361,12 @@ pub(crate) fn complete_op(
     match slot.complete(res, flags) {
         Transition::Keep => {}
         Transition::Wake(w) => w.wake(),
+        Transition::Throttle(w) => {
+            throttled.push(key);
+            if let Some(w) = w {
+                w.wake();
+            }
+        }
         Transition::Remove { close_fd } => {
             if let Some(fd) = close_fd {
                 close_raw(fd);

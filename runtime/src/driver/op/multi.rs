@@ -32,6 +32,8 @@ pub struct MultiOp<T: 'static> {
     state: State<T>,
     /// How the data handles CQEs after a drop.
     late: fn(T) -> Box<dyn LateCqe>,
+    /// Queued CQEs at which the driver cancels the op (0: no limit).
+    backlog: u16,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -54,6 +56,7 @@ impl<T: 'static> MultiOp<T> {
             } else {
                 |t| Box::new(Plain(t))
             },
+            backlog: 0,
             _not_sync: PhantomData,
         }
     }
@@ -70,8 +73,19 @@ impl<T: 'static> MultiOp<T> {
         MultiOp {
             state: State::Unsubmitted { data, sqe },
             late: |t| Box::new(Releasing(t)),
+            backlog: 0,
             _not_sync: PhantomData,
         }
+    }
+
+    /// Bounds the CQEs that may wait unread: when `n` are queued (not yet yielded by
+    /// [`poll_next_cqe`](MultiOp::poll_next_cqe)), the driver cancels the op, which then
+    /// ends with `ECANCELED` after the CQEs already posted; the reader re-arms when it wants
+    /// more. A multishot receive uses this so a connection nobody reads cannot take every
+    /// provided buffer. `0` (the default) is no limit. Takes effect at submission.
+    pub fn with_backlog(mut self, n: u16) -> Self {
+        self.backlog = n;
+        self
     }
 
     /// The op's data. `None` after the final CQE was yielded.
@@ -108,7 +122,7 @@ impl<T: 'static> MultiOp<T> {
             .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
-                let key = context::with_driver(|d| d.submit_multi(sqe.clone()));
+                let key = context::with_driver(|d| d.submit_multi(sqe.clone(), self.backlog));
                 let State::Unsubmitted { data, .. } =
                     std::mem::replace(&mut self.state, State::Done)
                 else {

@@ -1,0 +1,239 @@
+//! The ring's kernel features (`runtime::Features`): what a default build is granted on
+//! this kernel, each `Builder` switch turning its feature off (and the runtime still
+//! running every kind of op on the fallback path), and `recv_buffers`' bad input.
+
+mod common;
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use common::{kernel_version, pipe};
+use runtime::driver::Link;
+use runtime::{Builder, Features};
+
+/// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
+/// state in `f`.
+fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 8] {
+    [
+        ("registered_ring_fd", (5, 18), f.registered_ring_fd),
+        ("no_sqarray", (6, 6), f.no_sqarray),
+        ("min_timeout", (6, 12), f.min_timeout),
+        ("buf_ring", (5, 19), f.buf_ring),
+        ("recv_multishot", (6, 0), f.recv_multishot),
+        ("recv_bundle", (6, 10), f.recv_bundle),
+        ("direct_descriptors", (5, 19), f.direct_descriptors),
+        ("fixed_fd_install", (6, 8), f.fixed_fd_install),
+    ]
+}
+
+/// Every feature this kernel is new enough for is granted; older ones are skipped with a
+/// note.
+fn assert_all_granted(f: &Features) {
+    let kernel = kernel_version();
+    for (name, since, on) in each(f) {
+        if kernel < since {
+            eprintln!(
+                "note: {name} not checked: kernel {}.{} is older than {}.{}",
+                kernel.0, kernel.1, since.0, since.1
+            );
+            continue;
+        }
+        assert!(on, "{name} not granted on kernel {kernel:?}: {f}");
+    }
+}
+
+/// Runs every kind of op on `builder`'s runtime (two cores): nop, a linked chain, a pipe's
+/// write and read, timers, a task on the other core (its ops and a cross-core wake), and
+/// `spawn_blocking`. Returns each core's features as its tasks saw them.
+fn exercise(builder: Builder) -> (runtime::Runtime, Vec<Features>) {
+    let rt = builder.cores(2).build().expect("build");
+    let seen = rt.block_on(async {
+        let here = runtime::features().expect("inside a runtime");
+        runtime::nop().await.expect("nop");
+        // A chain: the wait for it asks for a batch (a min-timeout wait where granted).
+        let outs = Link::new((0..4).map(|_| runtime::nop()))
+            .await
+            .expect("linked nops");
+        assert_eq!(outs.len(), 4);
+        let (r, w) = pipe();
+        let (n, _) = runtime::write(w.as_raw_fd(), b"ping".to_vec(), u64::MAX).await;
+        assert_eq!(n.expect("pipe write"), 4);
+        let (n, buf) = runtime::read(r.as_raw_fd(), vec![0u8; 16], u64::MAX).await;
+        assert_eq!(&buf[..n.expect("pipe read")], b"ping");
+        runtime::time::sleep(Duration::from_millis(2)).await;
+        let t = runtime::time::timeout(Duration::from_millis(5), std::future::pending::<()>());
+        assert!(t.await.is_err(), "the timeout fires");
+        let other = runtime::spawn_on(1, async {
+            runtime::nop().await.expect("nop on core 1");
+            runtime::time::sleep(Duration::from_millis(1)).await;
+            (runtime::current_core(), runtime::features())
+        })
+        .await
+        .expect("core 1's task");
+        assert_eq!(other.0, Some(1));
+        let blocking = runtime::spawn_blocking(|| 6 * 7)
+            .await
+            .expect("blocking job");
+        assert_eq!(blocking, 42);
+        vec![here, other.1.expect("core 1 is a runtime")]
+    });
+    assert_eq!(seen, rt.core_features(), "runtime::features() per core");
+    (rt, seen)
+}
+
+#[test]
+fn default_build_grants_every_feature_on_this_kernel() {
+    let (rt, seen) = exercise(Builder::new());
+    for f in &seen {
+        assert_all_granted(f);
+        assert_eq!(f.recv_ring_entries, 1024);
+        assert_eq!(f.recv_ring_buf_len, 16384);
+    }
+    assert_eq!(rt.features(), seen[0]);
+    assert_eq!(rt.core_flags()[0].no_sqarray, rt.features().no_sqarray);
+    let line = rt.features().to_string();
+    assert!(line.starts_with("granted: "), "{line}");
+    assert!(!line.contains("(builder)"), "{line}");
+    eprintln!("features: {line}");
+}
+
+#[test]
+fn features_are_none_outside_a_runtime() {
+    assert_eq!(runtime::features(), None);
+    let rt = Builder::new().build().unwrap();
+    // Built but not running on this thread: no core is current.
+    assert_eq!(runtime::features(), None);
+    assert_eq!(
+        rt.block_on(async { runtime::features() }),
+        Some(rt.features())
+    );
+}
+
+/// Each switch off: its feature is off, the reason is the builder, the rest is as on a
+/// default build, and the runtime runs every op.
+#[test]
+fn each_switch_off_turns_its_feature_off_and_the_runtime_still_runs() {
+    type Switch = fn(Builder) -> Builder;
+    let switches: [(&str, Switch); 6] = [
+        ("registered_ring_fd", |b| b.registered_ring_fd(false)),
+        ("no_sqarray", |b| b.no_sqarray(false)),
+        ("min_timeout", |b| b.min_timeout(false)),
+        ("recv_multishot", |b| b.recv_multishot(false)),
+        ("recv_bundle", |b| b.recv_bundle(false)),
+        ("direct_descriptors", |b| b.direct_descriptors(false)),
+    ];
+    for (off, switch) in switches {
+        let (rt, seen) = exercise(switch(Builder::new()));
+        for f in &seen {
+            let line = f.to_string();
+            for (name, _, on) in each(f) {
+                if name == off {
+                    assert!(!on, "{off} off by the builder, yet granted: {line}");
+                }
+            }
+            assert!(
+                line.contains(&format!("{off} (builder)")),
+                "{off}: Display names the builder: {line}"
+            );
+            assert_eq!(line.matches("(builder)").count(), 1, "{line}");
+        }
+        if off == "no_sqarray" {
+            assert!(!rt.flags().no_sqarray, "{}", rt.flags());
+        }
+    }
+}
+
+#[test]
+fn every_switch_off_at_once_still_runs() {
+    let b = Builder::new()
+        .registered_ring_fd(false)
+        .no_sqarray(false)
+        .min_timeout(false)
+        .recv_multishot(false)
+        .recv_bundle(false)
+        .direct_descriptors(false);
+    let (_rt, seen) = exercise(b);
+    for f in &seen {
+        assert!(
+            !f.registered_ring_fd && !f.no_sqarray && !f.min_timeout,
+            "{f}"
+        );
+        assert!(
+            !f.recv_multishot && !f.recv_bundle && !f.direct_descriptors,
+            "{f}"
+        );
+        assert_eq!(f.to_string().matches("(builder)").count(), 6, "{f}");
+    }
+}
+
+/// The legacy setup flags off as well (no DEFER_TASKRUN, no SINGLE_ISSUER, no COOP_TASKRUN)
+/// with every feature switch off: the oldest path the driver has.
+#[test]
+fn no_flags_and_no_features_still_runs() {
+    let b = Builder::new()
+        .single_issuer(false)
+        .coop_taskrun(false)
+        .registered_ring_fd(false)
+        .no_sqarray(false)
+        .min_timeout(false)
+        .direct_descriptors(false);
+    exercise(b);
+}
+
+/// A registered ring fd is unregistered when its runtime is dropped: a thread has room for
+/// 16, and each runtime built after the last one is dropped gets one again.
+#[test]
+fn registered_ring_fds_are_given_back() {
+    if kernel_version() < (5, 18) {
+        eprintln!("note: skipped: registered ring fds need Linux 5.18");
+        return;
+    }
+    for i in 0..40 {
+        let rt = Builder::new().entries(8).build().unwrap();
+        assert!(
+            rt.features().registered_ring_fd,
+            "runtime {i}: {}",
+            rt.features()
+        );
+        rt.block_on(async { runtime::nop().await.unwrap() });
+    }
+}
+
+#[test]
+fn recv_buffers_are_reported() {
+    let rt = Builder::new().recv_buffers(1, 1 << 20).build().unwrap();
+    let f = rt.features();
+    assert_eq!((f.recv_ring_entries, f.recv_ring_buf_len), (1, 1 << 20));
+    assert!(f.to_string().ends_with("recv buffers 1x1048576"), "{f}");
+    drop(rt);
+    let rt = Builder::new().recv_buffers(32768, 1).build().unwrap();
+    let f = rt.features();
+    assert_eq!((f.recv_ring_entries, f.recv_ring_buf_len), (32768, 1));
+}
+
+#[test]
+fn recv_buffers_bad_input_is_invalid_input_naming_the_values() {
+    for (entries, len) in [
+        (0u16, 16384u32),
+        (3, 16384),
+        (1000, 16384),
+        (u16::MAX, 16384),
+        (1024, 0),
+        (1024, (1 << 20) + 1),
+        (1024, u32::MAX),
+    ] {
+        let err = Builder::new()
+            .recv_buffers(entries, len)
+            .build()
+            .expect_err("out of range");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("entries = {entries}")) && msg.contains(&format!("len = {len}")),
+            "({entries}, {len}): {msg}"
+        );
+    }
+    // A failed build leaves the thread free for the next runtime.
+    Builder::new().build().unwrap();
+}
