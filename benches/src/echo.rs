@@ -4,8 +4,11 @@
 //! overhead) and 16 x 16 KiB (copying, short reads). Each client connection sends one
 //! message and waits for the whole echo before sending the next. Servers, each with its own
 //! listener and thread on the server CPU (see `server.rs`), measured alternately:
-//! - `runtime`: `incoming()` and a `spawn_local` task per connection, owned-buffer `read`
-//!   then `write_all` of what was read, one buffer per connection reused;
+//! - `runtime`: `incoming()` and a `spawn_local` task per connection, `read_chunk` (the
+//!   default read path: a multishot recv into the core's provided-buffer ring) then
+//!   `write_all` of the chunk;
+//! - `runtime own-buffer read`: the same with owned-buffer `read` into one buffer per
+//!   connection reused, the previous default;
 //! - `tokio current-thread`: `accept` and `tokio::spawn`, `read` then `write_all`;
 //! - `raw ring`: the hand-written io_uring loop of `raw_echo.rs`;
 //! - with the `peers` feature, `monoio`, `glommio` and `tokio-uring` (`src/peers/`).
@@ -330,7 +333,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         let msg = cfg.msg;
         let mut servers = vec![
             Server::spawn("echo-runtime", cpus.server, move |l, c| {
-                runtime_server(l, c, msg)
+                runtime_server(l, c, msg, false)
             })?,
             Server::spawn("echo-tokio", cpus.server, move |l, c| {
                 tokio_server(l, c, msg)
@@ -338,8 +341,16 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             Server::spawn("echo-raw", cpus.server, move |l, c| {
                 crate::raw_echo::serve(l, c, msg)
             })?,
+            Server::spawn("echo-runtime-own", cpus.server, move |l, c| {
+                runtime_server(l, c, msg, true)
+            })?,
         ];
-        let mut names = vec!["runtime", "tokio current-thread", "raw ring"];
+        let mut names = vec![
+            "runtime",
+            "tokio current-thread",
+            "raw ring",
+            "runtime own-buffer read",
+        ];
         for (name, srv) in peer_servers(cpus.server, msg) {
             names.push(name);
             servers.push(srv);
@@ -519,9 +530,32 @@ fn drive(
     })
 }
 
-/// This runtime's half of one connection: read once, write back what came, until the end;
-/// `echoed` is told the size of each message echoed (`echo-cores` has it too).
-pub(crate) async fn runtime_conn(stream: net::TcpStream, msg: usize, mut echoed: impl FnMut(u64)) {
+/// This runtime's half of one connection, on its default read path: each chunk received
+/// (a buffer of the core's provided-buffer ring) is written back as it is, until the end;
+/// `echoed` is told the size of each chunk echoed (`echo-cores` has it too).
+pub(crate) async fn runtime_conn(mut stream: net::TcpStream, mut echoed: impl FnMut(u64)) {
+    let _ = stream.set_nodelay(true);
+    // Hot path: one CQE of the multishot recv and (unless short) one send per message.
+    loop {
+        let chunk = match stream.read_chunk().await {
+            Ok(c) if !c.is_empty() => c,
+            _ => break,
+        };
+        let n = chunk.len();
+        if stream.write_all(chunk).await.0.is_err() {
+            break;
+        }
+        echoed(n as u64);
+    }
+}
+
+/// The previous default, for comparison: owned-buffer `read` into one buffer per
+/// connection (pinned while the recv waits), then `write_all` of what was read.
+pub(crate) async fn runtime_conn_own(
+    stream: net::TcpStream,
+    msg: usize,
+    mut echoed: impl FnMut(u64),
+) {
     let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; msg].into_boxed_slice();
     // Hot path: one recv and (unless the socket takes a short write) one send per message.
@@ -540,7 +574,12 @@ pub(crate) async fn runtime_conn(stream: net::TcpStream, msg: usize, mut echoed:
     }
 }
 
-fn runtime_server(listener: std::net::TcpListener, ctl: Arc<Ctl>, msg: usize) -> io::Result<()> {
+fn runtime_server(
+    listener: std::net::TcpListener,
+    ctl: Arc<Ctl>,
+    msg: usize,
+    own: bool,
+) -> io::Result<()> {
     let rt = runtime::Builder::new().entries(ENTRIES).build()?;
     rt.block_on(async move {
         let listener = net::TcpListener::from_std(listener)?;
@@ -553,7 +592,12 @@ fn runtime_server(listener: std::net::TcpListener, ctl: Arc<Ctl>, msg: usize) ->
                 Ok(stream) => {
                     let ctl = ctl.clone();
                     runtime::spawn_local(async move {
-                        runtime_conn(stream, msg, |n| ctl.tick(n, runtime::stats)).await;
+                        let tick = |n| ctl.tick(n, runtime::stats);
+                        if own {
+                            runtime_conn_own(stream, msg, tick).await;
+                        } else {
+                            runtime_conn(stream, tick).await;
+                        }
                         ctl.tick(0, runtime::stats);
                     });
                 }
@@ -633,7 +677,12 @@ mod tests {
 
     #[test]
     fn runtime_server_echoes() {
-        short_run(runtime_server);
+        short_run(|l, c, msg| runtime_server(l, c, msg, false));
+    }
+
+    #[test]
+    fn runtime_own_buffer_server_echoes() {
+        short_run(|l, c, msg| runtime_server(l, c, msg, true));
     }
 
     #[test]

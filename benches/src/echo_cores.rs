@@ -55,7 +55,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         let counts = [1, cores];
         let servers = counts
             .iter()
-            .map(|&n| CoreServer::start(n, &allowed, cfg.msg))
+            .map(|&n| CoreServer::start(n, &allowed))
             .collect::<io::Result<Vec<_>>>()?;
         let spec = Spec {
             name: "echo-cores",
@@ -174,7 +174,7 @@ struct CoreServer {
 impl CoreServer {
     /// Starts a `cores`-core server (core i pinned to `cpus[i]`) and waits until every core's
     /// listener is bound.
-    fn start(cores: usize, cpus: &[usize], msg: usize) -> io::Result<CoreServer> {
+    fn start(cores: usize, cpus: &[usize]) -> io::Result<CoreServer> {
         let bytes: Arc<[PerCore]> = (0..cores).map(|_| PerCore::default()).collect();
         let (stops, stop_rxs): (Vec<_>, Vec<_>) = (0..cores).map(|_| oneshot::channel()).unzip();
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -182,7 +182,7 @@ impl CoreServer {
         let server_bytes = bytes.clone();
         let thread = std::thread::Builder::new()
             .name(format!("echo-cores-{cores}"))
-            .spawn(move || serve(cores, cpus, msg, server_bytes, stop_rxs, ready_tx))?;
+            .spawn(move || serve(cores, cpus, server_bytes, stop_rxs, ready_tx))?;
         let mut server = CoreServer {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             bytes,
@@ -239,7 +239,6 @@ impl Drop for CoreServer {
 fn serve(
     cores: usize,
     cpus: Vec<usize>,
-    msg: usize,
     bytes: Arc<[PerCore]>,
     stops: Vec<oneshot::Receiver<()>>,
     ready: mpsc::Sender<io::Result<SocketAddr>>,
@@ -263,12 +262,12 @@ fn serve(
             let (bound_tx, bound_rx) = oneshot::channel();
             let bytes = bytes.clone();
             handles.push(if core == 0 {
-                runtime::spawn_local(serve_core(0, addr, msg, bytes, stop, bound_tx))
+                runtime::spawn_local(serve_core(0, addr, bytes, stop, bound_tx))
             } else {
                 // Only `addr`, the counters and the channels cross to the other core; the
                 // listener is bound there, in a task made there.
                 runtime::spawn_on(core, async move {
-                    runtime::spawn_local(serve_core(core, addr, msg, bytes, stop, bound_tx))
+                    runtime::spawn_local(serve_core(core, addr, bytes, stop, bound_tx))
                         .await
                         .unwrap_or_else(|e| Err(io::Error::other(e)))
                 })
@@ -302,7 +301,6 @@ fn serve(
 async fn serve_core(
     core: usize,
     addr: SocketAddr,
-    msg: usize,
     bytes: Arc<[PerCore]>,
     stop: oneshot::Receiver<()>,
     bound: oneshot::Sender<io::Result<SocketAddr>>,
@@ -326,7 +324,7 @@ async fn serve_core(
             match accepted {
                 Ok(stream) => {
                     let bytes = bytes.clone();
-                    runtime::spawn_local(runtime_conn(stream, msg, move |n| bytes[core].add(n)));
+                    runtime::spawn_local(runtime_conn(stream, move |n| bytes[core].add(n)));
                 }
                 Err(e) => eprintln!("bench echo-cores: core {core}: {e}"),
             }
@@ -344,7 +342,7 @@ mod tests {
 
     #[test]
     fn two_core_server_echoes_on_both_cores() {
-        let srv = CoreServer::start(2, &sysutil::allowed_cpus(), 512).expect("server");
+        let srv = CoreServer::start(2, &sysutil::allowed_cpus()).expect("server");
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -165,6 +165,7 @@ pub mod tls;
 mod udp;
 pub mod unix;
 
+pub use io::Chunk;
 pub use recv_stream::RecvStream;
 pub use resolve::{lookup_host, ToSocketAddrs};
 pub use serve::{serve, Server};

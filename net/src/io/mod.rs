@@ -2,16 +2,29 @@
 //! split halves.
 //!
 //! `owned` is the native interface: each call is one op that owns its buffer and gives it
-//! back with the result. `poll` is the `futures::io` adapter state: an internal buffer and
-//! at most one op in flight per direction, kept in the socket between polls.
+//! back with the result. `read` and `poll` are the state behind the poll traits (futures'
+//! and tokio's) and `read_chunk`: reads from the core's provided-buffer ring, writes
+//! through a buffer held only while its send is in flight, at most one op in flight per
+//! direction, kept in the socket between polls.
 
 mod owned;
 mod poll;
+mod read;
 
 pub(crate) use owned::{
     read, read_buf, read_exact, write, write_all, write_all_from, writev, writev_all,
 };
-pub(crate) use poll::{ReadState, WriteState};
+pub(crate) use poll::WriteState;
+pub use read::Chunk;
+pub(crate) use read::ReadState;
+
+/// The next received chunk of `fd`, through its read state (see [`Chunk`]).
+pub(crate) async fn read_chunk(
+    fd: &crate::fd::SharedFd,
+    read: &mut ReadState,
+) -> std::io::Result<Chunk> {
+    std::future::poll_fn(|cx| read.poll_chunk(fd, cx)).await
+}
 
 /// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field.
 macro_rules! impl_as_fd {

@@ -1,22 +1,18 @@
-//! The state behind `futures::io::{AsyncRead, AsyncBufRead, AsyncWrite}` on a stream socket.
+//! The write direction behind `futures::io::AsyncWrite` (and tokio's) on a stream socket.
+//! (The read direction is `io::read`.)
 //!
-//! Poll-based callers lend a buffer only for one call, but the kernel needs one it owns until
-//! the CQE, so each direction keeps its own buffer and at most one op in flight, in the
-//! socket, between polls:
-//! - reading: a `recv` fills the internal buffer; `poll_read` copies out of it and
-//!   `poll_fill_buf` lends it. A caller that stops polling loses nothing: the bytes stay
-//!   buffered for the next call.
-//! - writing: `poll_write` copies the caller's bytes into the internal buffer, starts a
-//!   `send` and reports them written (write-behind, like a `BufWriter`); the next
-//!   `poll_write`, `poll_flush` or `poll_close` first waits for that send (resending a short
-//!   one) and reports its error, if any. Flush or close before dropping the socket: dropping
-//!   it cancels a send still in flight.
+//! Poll-based callers lend their bytes only for one call, but the kernel needs a buffer it
+//! owns until the CQE, so `poll_write` copies the caller's bytes into a buffer of the
+//! socket's, starts a `send` and reports them written (write-behind, like a `BufWriter`);
+//! the next `poll_write`, `poll_flush` or `poll_close` first waits for that send (resending
+//! a short one) and reports its error, if any. The buffer is freed once its send is done,
+//! so an idle connection holds none. Flush or close before dropping the socket: dropping it
+//! cancels a send still in flight.
 //!
 //! Dropping the socket mid-op is safe: the op moves its buffer into the driver's ignored slot.
 
 use std::future::Future;
 use std::io;
-use std::mem;
 use std::net::Shutdown as How;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -25,97 +21,15 @@ use runtime::buf::{IoBuf, Slice};
 use runtime::driver::Op;
 
 use crate::fd::SharedFd;
-use crate::ops::{self, Recv, Send, Shutdown};
+use crate::ops::{self, Send, Shutdown};
 
-/// The internal read buffer's size.
-const READ_CAP: usize = 16 * 1024;
 /// The most `poll_write` copies in one call.
 const WRITE_CAP: usize = 64 * 1024;
 
-/// The read direction: buffered bytes `buf[pos..]`, or a `recv` in flight that owns `buf`.
-#[derive(Default)]
-pub(crate) struct ReadState {
-    buf: Vec<u8>,
-    pos: usize,
-    in_flight: Option<Op<Recv<Vec<u8>>>>,
-}
-
-impl ReadState {
-    /// The buffered bytes, receiving more first if there are none; empty at end of stream.
-    pub(crate) fn poll_fill_buf(
-        &mut self,
-        fd: &SharedFd,
-        cx: &mut Context<'_>,
-    ) -> Poll<io::Result<&[u8]>> {
-        if self.pos >= self.buf.len() {
-            let op = self.in_flight.get_or_insert_with(|| {
-                let mut buf = mem::take(&mut self.buf);
-                buf.clear();
-                if buf.capacity() == 0 {
-                    buf.reserve_exact(READ_CAP);
-                }
-                ops::recv(fd, buf)
-            });
-            let (res, buf) = ready!(Pin::new(op).poll(cx));
-            self.in_flight = None;
-            self.buf = buf;
-            self.pos = 0;
-            if let Err(e) = res {
-                self.buf.clear();
-                return Poll::Ready(Err(e));
-            }
-        }
-        Poll::Ready(Ok(&self.buf[self.pos..]))
-    }
-
-    /// Marks `amt` buffered bytes as read.
-    pub(crate) fn consume(&mut self, amt: usize) {
-        self.pos = (self.pos + amt).min(self.buf.len());
-    }
-
-    /// Copies buffered bytes into `out`, receiving first if there are none.
-    pub(crate) fn poll_read(
-        &mut self,
-        fd: &SharedFd,
-        cx: &mut Context<'_>,
-        out: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        if out.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let avail = ready!(self.poll_fill_buf(fd, cx))?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Poll::Ready(Ok(n))
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-impl ReadState {
-    /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
-    pub(crate) fn poll_read_buf(
-        &mut self,
-        fd: &SharedFd,
-        cx: &mut Context<'_>,
-        out: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if out.remaining() == 0 {
-            return Poll::Ready(Ok(()));
-        }
-        let avail = ready!(self.poll_fill_buf(fd, cx))?;
-        let n = avail.len().min(out.remaining());
-        out.put_slice(&avail[..n]);
-        self.consume(n);
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// The write direction: a `send` of part of the internal buffer in flight, or the idle buffer.
+/// The write direction: a `send` of part of a buffer in flight, or nothing.
 #[derive(Default)]
 pub(crate) struct WriteState {
     in_flight: Option<Op<Send<Slice<Vec<u8>>>>>,
-    spare: Vec<u8>,
     shutdown: Option<Op<Shutdown>>,
     closed: bool,
 }
@@ -130,21 +44,18 @@ impl WriteState {
             let buf = slice.into_inner();
             match res {
                 Ok(0) => {
-                    self.spare = buf;
                     let err = io::Error::new(io::ErrorKind::WriteZero, "the socket took 0 bytes");
                     return Poll::Ready(Err(err));
                 }
                 Ok(n) if begin + n < end => {
                     self.in_flight = Some(ops::send(fd, buf.slice(begin + n..end)));
                 }
-                Ok(_) => self.spare = buf,
+                // Sent: the buffer is freed, so an idle connection holds none.
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                     self.in_flight = Some(ops::send(fd, buf.slice(begin..end)));
                 }
-                Err(e) => {
-                    self.spare = buf;
-                    return Poll::Ready(Err(e));
-                }
+                Err(e) => return Poll::Ready(Err(e)),
             }
         }
         Poll::Ready(Ok(()))
@@ -173,8 +84,8 @@ impl WriteState {
             return Poll::Ready(Ok(0));
         }
         ready!(self.poll_drain(fd, cx))?;
-        let mut buf = mem::take(&mut self.spare);
-        buf.clear();
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut buf = Vec::with_capacity(total.min(WRITE_CAP));
         for b in bufs {
             let room = WRITE_CAP - buf.len();
             if room == 0 {
@@ -218,15 +129,6 @@ impl WriteState {
         self.shutdown = None;
         self.closed = true;
         Poll::Ready(res)
-    }
-}
-
-impl std::fmt::Debug for ReadState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadState")
-            .field("buffered", &(self.buf.len() - self.pos.min(self.buf.len())))
-            .field("in_flight", &self.in_flight.is_some())
-            .finish()
     }
 }
 

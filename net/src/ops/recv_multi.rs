@@ -5,7 +5,7 @@
 //! at end of stream, on an error, and with `ENOBUFS` when the ring is empty; the caller
 //! re-arms. Buffers of CQEs nobody sees (after a drop) go back to the ring ([`Release`]).
 
-use io_uring::{opcode, types};
+use io_uring::{opcode, squeue, types};
 use runtime::buf::BufRing;
 use runtime::driver::{Cqe, MultiOp, Release};
 
@@ -26,7 +26,19 @@ impl Release for RecvMulti {
 
 /// Arms a multishot recv on `fd` that fills buffers from `ring`.
 pub(crate) fn recv_multi(fd: &SharedFd, ring: &BufRing) -> MultiOp<RecvMulti> {
+    recv_multi_limited(fd, ring, 0)
+}
+
+/// Arms a multishot recv on `fd` that fills buffers from `ring` and ends (a CQE without
+/// `F_MORE`, after the data) once `limit` bytes were received in all (`sqe->optlen`, Linux
+/// 6.17; 0: no limit). An older kernel refuses a limit with `EINVAL`.
+pub(crate) fn recv_multi_limited(fd: &SharedFd, ring: &BufRing, limit: u32) -> MultiOp<RecvMulti> {
     let sqe = opcode::RecvMulti::new(types::Fd(fd.raw()), ring.bgid()).build();
+    let sqe = if limit == 0 {
+        sqe
+    } else {
+        with_optlen(sqe, limit)
+    };
     let data = RecvMulti {
         _fd: fd.clone(),
         ring: ring.clone(),
@@ -35,4 +47,17 @@ pub(crate) fn recv_multi(fd: &SharedFd, ring: &BufRing) -> MultiOp<RecvMulti> {
     // ring, which the data keeps alive until the final CQE); RECV with the multishot flag is
     // a multishot opcode.
     unsafe { MultiOp::new_releasing(data, sqe) }
+}
+
+/// `sqe` with its `optlen` field (bytes 44..48 of the 64-byte SQE, the union it shares with
+/// `file_index` and `splice_fd_in`) set to `value`: the io-uring crate's builder lacks it.
+fn with_optlen(sqe: squeue::Entry, value: u32) -> squeue::Entry {
+    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+    // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
+    // unions of them (size checked above): every bit pattern is a valid value, and it has
+    // no padding the kernel's ABI does not define.
+    let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
+    raw[44..48].copy_from_slice(&value.to_ne_bytes());
+    // SAFETY: as above; only the `optlen` bytes changed.
+    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }

@@ -49,6 +49,18 @@ impl OwnedReadHalf {
         OwnedReadHalf { fd, read }
     }
 
+    /// The next chunk of received bytes, in a provided buffer of the core's shared ring: no
+    /// buffer of this connection's is pinned while it waits (an idle connection owns none).
+    /// Empty at end of stream. The chunk goes back to the ring when dropped; it is an
+    /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
+    ///
+    /// This reads from the same buffered state as the poll traits (`AsyncRead`,
+    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read), by contrast,
+    /// pins the caller's buffer in the kernel until data arrives.
+    pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
+        sio::read_chunk(&self.fd, &mut self.read).await
+    }
+
     /// Reads once into `buf`; as [`TcpStream::read`].
     pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         sio::read(&self.fd, buf).await

@@ -1,0 +1,397 @@
+//! The read direction of a stream socket behind the poll traits (`AsyncRead`,
+//! `AsyncBufRead`, futures' and tokio's) and [`read_chunk`](crate::TcpStream::read_chunk).
+//!
+//! # Where the bytes land
+//! By default a connection owns no receive buffer: one multishot `RECV` per connection
+//! picks buffers from its core's shared provided-buffer ring ([`runtime::buf::core_ring`]),
+//! so the kernel takes a buffer only when data arrives, and an idle connection holds none.
+//! A chunk is held while its bytes are being consumed and goes back to the ring as soon as
+//! the last one is; reading a 1-byte message and then waiting holds no buffer.
+//!
+//! The op's backlog is bounded, so a connection nobody reads cannot drain the ring: the
+//! kernel ends each receive after [`BACKLOG`] buffers' worth of bytes (a multishot byte
+//! limit, Linux 6.17), and the driver cancels it at [`BACKLOG`] CQEs not yet read (on older
+//! kernels the one bound, loose by the up to 32 receives the kernel may do in one go). The
+//! receive is re-armed when the reader asks for more. When the ring is empty the kernel ends
+//! the receive with `ENOBUFS`; the reader re-arms at once if buffers came back meanwhile,
+//! else as soon as one does: no connection stalls longer than a buffer takes to come back.
+//!
+//! Where the core has no ring (a kernel without provided-buffer rings, or
+//! [`Builder::recv_multishot(false)`](runtime::Builder::recv_multishot)) the reader falls
+//! back to a 16 KiB buffer of its own and one `RECV` per fill.
+//!
+//! Dropping the socket mid-op is safe: an op moves its data into the driver's ignored
+//! slot, and the buffers of CQEs nobody sees go back to the ring.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::mem;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use runtime::buf::{BufRing, IoBuf, RingBuf};
+use runtime::driver::{MultiOp, Op};
+
+use crate::fd::SharedFd;
+use crate::ops::{self, Recv, RecvMulti};
+
+/// Received chunks a connection may hold unread before its receive is paused.
+const BACKLOG: u16 = 4;
+
+thread_local! {
+    /// This thread's kernel refused a multishot recv's byte limit (before Linux 6.17): arm
+    /// without one, bounded by the driver's backlog cancel alone.
+    static NO_LIMIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+/// The fallback read buffer's size.
+const OWN_CAP: usize = 16 * 1024;
+
+/// The read direction: where it reads from, chosen at the first read.
+#[derive(Default)]
+pub(crate) struct ReadState {
+    source: Source,
+}
+
+#[derive(Default)]
+enum Source {
+    /// Nothing read yet.
+    #[default]
+    Unset,
+    Ring(RingRead),
+    Own(OwnRead),
+}
+
+/// Reading through a multishot receive into the core's ring.
+struct RingRead {
+    ring: BufRing,
+    /// The chunk being consumed (never empty).
+    chunk: Option<RingBuf>,
+    op: Option<MultiOp<RecvMulti>>,
+    /// The op in flight was armed with a byte limit.
+    limited: bool,
+    /// The last receive ended with `ENOBUFS`: re-arm once the ring's return count moves
+    /// past this.
+    starved: Option<u64>,
+    eof: bool,
+}
+
+/// Reading into a buffer of our own: `buf[pos..]` buffered, or a `recv` in flight.
+#[derive(Default)]
+struct OwnRead {
+    buf: Vec<u8>,
+    pos: usize,
+    in_flight: Option<Op<Recv<Vec<u8>>>>,
+}
+
+/// A chunk of received bytes, from [`TcpStream::read_chunk`](crate::TcpStream::read_chunk)
+/// (and the other streams' `read_chunk`): a provided buffer of the core's ring (returned to
+/// it when the chunk is dropped), or, where the core has no ring, a buffer of its own.
+///
+/// Derefs to the bytes; empty at end of stream. It is an [`IoBuf`], so it can be written
+/// out as it is (`write_all(chunk)`): an echo copies nothing.
+pub struct Chunk(ChunkInner);
+
+enum ChunkInner {
+    Ring(RingBuf),
+    Own(Vec<u8>),
+}
+
+impl Chunk {
+    fn empty() -> Chunk {
+        Chunk(ChunkInner::Own(Vec::new()))
+    }
+}
+
+impl Deref for Chunk {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            ChunkInner::Ring(b) => b,
+            ChunkInner::Own(v) => v,
+        }
+    }
+}
+
+// SAFETY: both kinds are `IoBuf`s themselves (a `RingBuf`'s bytes stay in the ring's memory,
+// a `Vec`'s on the heap, while the value moves); this forwards to them unchanged.
+unsafe impl IoBuf for Chunk {
+    fn stable_ptr(&self) -> *const u8 {
+        match &self.0 {
+            ChunkInner::Ring(b) => b.stable_ptr(),
+            ChunkInner::Own(v) => v.stable_ptr(),
+        }
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.len()
+    }
+}
+
+impl fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.0 {
+            ChunkInner::Ring(_) => "ring",
+            ChunkInner::Own(_) => "own",
+        };
+        f.debug_struct("Chunk")
+            .field("len", &self.len())
+            .field("buffer", &kind)
+            .finish()
+    }
+}
+
+impl ReadState {
+    /// Picks the source at the first read: the core's ring if it has one.
+    fn source(&mut self) -> &mut Source {
+        if let Source::Unset = self.source {
+            self.source = match runtime::buf::core_ring() {
+                Some(ring) => Source::Ring(RingRead {
+                    ring,
+                    chunk: None,
+                    op: None,
+                    limited: false,
+                    starved: None,
+                    eof: false,
+                }),
+                None => Source::Own(OwnRead::default()),
+            };
+        }
+        &mut self.source
+    }
+
+    /// The buffered bytes, receiving more first if there are none; empty at end of stream.
+    pub(crate) fn poll_fill_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<&[u8]>> {
+        match self.source() {
+            Source::Ring(r) => {
+                if r.chunk.is_none() && !r.eof {
+                    match ready!(r.poll_chunk(fd, cx)) {
+                        Ok(Some(c)) => r.chunk = Some(c),
+                        Ok(None) => r.eof = true,
+                        Err(e) => return Poll::Ready(Err(e)),
+                    }
+                }
+                Poll::Ready(Ok(r.chunk.as_deref().unwrap_or(&[])))
+            }
+            Source::Own(o) => o.poll_fill_buf(fd, cx),
+            Source::Unset => unreachable!("source() sets the source"),
+        }
+    }
+
+    /// Marks `amt` buffered bytes as read; a chunk read to its end goes back to the ring.
+    pub(crate) fn consume(&mut self, amt: usize) {
+        match &mut self.source {
+            Source::Ring(r) => {
+                if let Some(c) = &mut r.chunk {
+                    c.advance(amt);
+                    if c.is_empty() {
+                        r.chunk = None;
+                    }
+                }
+            }
+            Source::Own(o) => o.pos = (o.pos + amt).min(o.buf.len()),
+            Source::Unset => {}
+        }
+    }
+
+    /// Copies buffered bytes into `out`, receiving first if there are none.
+    pub(crate) fn poll_read(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let avail = ready!(self.poll_fill_buf(fd, cx))?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+
+    /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
+    pub(crate) fn poll_chunk(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Chunk>> {
+        match self.source() {
+            Source::Ring(r) => {
+                if let Some(c) = r.chunk.take() {
+                    return Poll::Ready(Ok(Chunk(ChunkInner::Ring(c))));
+                }
+                if r.eof {
+                    return Poll::Ready(Ok(Chunk::empty()));
+                }
+                match ready!(r.poll_chunk(fd, cx)) {
+                    Ok(Some(c)) => Poll::Ready(Ok(Chunk(ChunkInner::Ring(c)))),
+                    Ok(None) => {
+                        r.eof = true;
+                        Poll::Ready(Ok(Chunk::empty()))
+                    }
+                    Err(e) => Poll::Ready(Err(e)),
+                }
+            }
+            Source::Own(o) => {
+                let avail = ready!(o.poll_fill_buf(fd, cx))?;
+                let chunk = avail.to_vec();
+                o.pos = o.buf.len();
+                Poll::Ready(Ok(Chunk(ChunkInner::Own(chunk))))
+            }
+            Source::Unset => unreachable!("source() sets the source"),
+        }
+    }
+}
+
+impl RingRead {
+    /// The next received chunk from the multishot receive, re-arming it as needed;
+    /// `None` at end of stream.
+    fn poll_chunk(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Option<RingBuf>>> {
+        loop {
+            let op = match &mut self.op {
+                Some(op) => op,
+                None => {
+                    if let Some(seen) = self.starved {
+                        ready!(self.ring.poll_returned_since(seen, cx));
+                        self.starved = None;
+                    }
+                    // Bounded twice: the kernel ends the receive after BACKLOG buffers' worth
+                    // of bytes, and the driver cancels it at BACKLOG unread CQEs (the
+                    // kernel may post up to 32 in one go before that cancel is seen).
+                    let limit = if NO_LIMIT.with(|n| n.get()) {
+                        0
+                    } else {
+                        u32::from(BACKLOG).saturating_mul(self.ring.buf_len())
+                    };
+                    self.limited = limit != 0;
+                    let op = ops::recv_multi_limited(fd, &self.ring, limit);
+                    self.op.insert(op.with_backlog(BACKLOG))
+                }
+            };
+            let Some(cqe) = ready!(op.poll_next_cqe(cx)) else {
+                self.op = None;
+                continue;
+            };
+            if !cqe.more() {
+                self.op = None;
+            }
+            match &cqe.result {
+                Ok(0) => {
+                    // End of stream (a buffer, if the kernel picked one, goes back).
+                    drop(self.ring.take(&cqe));
+                    self.op = None;
+                    return Poll::Ready(Ok(None));
+                }
+                Ok(_) => {
+                    return Poll::Ready(match self.ring.take(&cqe) {
+                        Some(buf) => Ok(Some(buf)),
+                        None => Err(io::Error::other(
+                            "multishot recv completed without a provided buffer",
+                        )),
+                    })
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                    self.ring.note_empty();
+                    // The ring was empty when the kernel looked. Buffers may have come back
+                    // since: re-arm now if the kernel has some, else wait for the next one.
+                    let free = match self.ring.available() {
+                        Some(n) => n > 0,
+                        None => self.ring.outstanding() < u32::from(self.ring.entries()),
+                    };
+                    if !free {
+                        self.starved = Some(self.ring.returned());
+                    }
+                }
+                // The backlog cancel (or a cancel at shutdown): re-arm, the reader wants more.
+                Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => {}
+                // A kernel before 6.17 refuses the byte limit: arm without it from now on.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.limited => {
+                    NO_LIMIT.with(|n| n.set(true));
+                }
+                Err(_) => {
+                    let Err(e) = cqe.result else { unreachable!() };
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl OwnRead {
+    fn poll_fill_buf(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        if self.pos >= self.buf.len() {
+            let op = self.in_flight.get_or_insert_with(|| {
+                let mut buf = mem::take(&mut self.buf);
+                buf.clear();
+                if buf.capacity() == 0 {
+                    buf.reserve_exact(OWN_CAP);
+                }
+                ops::recv(fd, buf)
+            });
+            let (res, buf) = ready!(Pin::new(op).poll(cx));
+            self.in_flight = None;
+            self.buf = buf;
+            self.pos = 0;
+            if let Err(e) = res {
+                self.buf.clear();
+                return Poll::Ready(Err(e));
+            }
+        }
+        Poll::Ready(Ok(&self.buf[self.pos..]))
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl ReadState {
+    /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
+    pub(crate) fn poll_read_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if out.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let avail = ready!(self.poll_fill_buf(fd, cx))?;
+        let n = avail.len().min(out.remaining());
+        out.put_slice(&avail[..n]);
+        self.consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl fmt::Debug for ReadState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ReadState");
+        match &self.source {
+            Source::Unset => d.field("source", &"unset"),
+            Source::Ring(r) => d
+                .field("source", &"ring")
+                .field("buffered", &r.chunk.as_ref().map_or(0, |c| c.len()))
+                .field("armed", &r.op.is_some())
+                .field("eof", &r.eof),
+            Source::Own(o) => d
+                .field("source", &"own")
+                .field("buffered", &(o.buf.len() - o.pos.min(o.buf.len())))
+                .field("in_flight", &o.in_flight.is_some()),
+        };
+        d.finish()
+    }
+}

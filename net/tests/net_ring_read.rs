@@ -1,0 +1,251 @@
+//! The default read path: a multishot recv per connection into the core's shared
+//! provided-buffer ring (`read_chunk` and the poll traits). Byte-exact echoes of random
+//! sizes, an empty ring under 1,000 connections (`ENOBUFS`), a connection nobody reads,
+//! an idle connection holding no buffer, and the same tests with the ring switched off.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::thread;
+use std::time::Duration;
+
+use futures::io::{AsyncReadExt, AsyncWriteExt};
+use futures::StreamExt;
+use net::{TcpListener, TcpStream};
+use runtime::buf::core_ring;
+use runtime::time::{sleep, timeout};
+use runtime::Builder;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A deterministic byte pattern: connection `seed`'s byte at `i`.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Echoes every chunk back as it is until end of stream; returns the bytes echoed.
+async fn echo_chunks(mut stream: TcpStream) -> io::Result<u64> {
+    let mut total = 0;
+    loop {
+        let chunk = stream.read_chunk().await?;
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        total += chunk.len() as u64;
+        let (res, _) = stream.write_all(chunk).await;
+        res?;
+    }
+}
+
+/// The runtimes each test runs on: the default (ring) and the own-buffer fallback.
+fn builders() -> Vec<(&'static str, Builder)> {
+    vec![
+        ("ring", Builder::new()),
+        ("own buffer", Builder::new().recv_multishot(false)),
+    ]
+}
+
+#[test]
+fn chunks_echo_messages_of_random_sizes_byte_exact() {
+    for (name, builder) in builders() {
+        let rt = builder.build().unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let data = pattern(7, 3 << 20);
+            let sent = data.clone();
+            // A std client: one thread writes messages of random sizes, the other reads.
+            let client = thread::spawn(move || -> io::Result<Vec<u8>> {
+                let mut s = std::net::TcpStream::connect(addr)?;
+                s.set_read_timeout(Some(Duration::from_secs(30)))?;
+                let mut w = s.try_clone()?;
+                let writer = thread::spawn(move || -> io::Result<()> {
+                    let mut sizes = pattern(3, 4096).into_iter().cycle();
+                    let mut at = 0;
+                    while at < sent.len() {
+                        let size = 1 + usize::from(sizes.next().unwrap()) * 97 % 65_000;
+                        let end = (at + size).min(sent.len());
+                        w.write_all(&sent[at..end])?;
+                        at = end;
+                    }
+                    w.shutdown(std::net::Shutdown::Write)
+                });
+                let mut back = Vec::new();
+                s.read_to_end(&mut back)?;
+                writer.join().unwrap()?;
+                Ok(back)
+            });
+            let (stream, _) = listener.accept().await.unwrap();
+            let echoed = timeout(LIMIT, echo_chunks(stream)).await.unwrap().unwrap();
+            let back = client.join().unwrap().unwrap();
+            assert_eq!(echoed, data.len() as u64, "{name}");
+            assert!(back == data, "{name}: the echo differs from what was sent");
+            if name == "ring" {
+                assert_eq!(
+                    core_ring().unwrap().outstanding(),
+                    0,
+                    "every buffer is back"
+                );
+            } else {
+                assert!(core_ring().is_none(), "the ring is off");
+            }
+        });
+    }
+}
+
+/// `CONNS` clients each send their own bytes and read the echo; the server reads each
+/// connection with `read_to_end` (the poll traits) and writes it back.
+/// Returns how many receives found the server's ring empty (`None`: no ring).
+fn many_connections_through(builder: Builder, conns: u64, len: usize) -> Option<u64> {
+    let rt = builder.build().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = thread::spawn(move || clients(addr, conns, len));
+    let empties = rt.block_on(async {
+        let listener = TcpListener::from_std(listener).unwrap();
+        let mut incoming = listener.incoming();
+        let mut tasks = Vec::new();
+        for _ in 0..conns {
+            let mut stream = incoming.next().await.unwrap().unwrap();
+            tasks.push(runtime::spawn_local(async move {
+                let mut all = Vec::new();
+                stream.read_to_end(&mut all).await?;
+                AsyncWriteExt::write_all(&mut stream, &all).await?;
+                stream.close().await?;
+                Ok::<usize, io::Error>(all.len())
+            }));
+        }
+        for t in tasks {
+            let n = timeout(LIMIT, t).await.unwrap().unwrap().unwrap();
+            assert_eq!(n, len);
+        }
+        core_ring().map(|r| r.times_empty())
+    });
+    client.join().unwrap();
+    empties
+}
+
+/// The client side of [`many_connections_through`], on a runtime of its own thread.
+fn clients(addr: SocketAddr, conns: u64, len: usize) {
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..conns {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            tasks.push(runtime::spawn_local(async move {
+                let mine = pattern(i, len);
+                AsyncWriteExt::write_all(&mut s, &mine).await.unwrap();
+                AsyncWriteExt::close(&mut s).await.unwrap();
+                let mut back = Vec::new();
+                s.read_to_end(&mut back).await.unwrap();
+                assert!(back == mine, "connection {i}: echo differs");
+            }));
+        }
+        for t in tasks {
+            timeout(LIMIT, t).await.unwrap().unwrap();
+        }
+    });
+}
+
+#[test]
+fn an_empty_ring_under_1000_connections_loses_nothing() {
+    // 16 buffers of 512 B for 1,000 connections sending 4 KiB each at once: the kernel runs
+    // out of buffers over and over (ENOBUFS); every byte must still arrive, in order.
+    let empties = many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096);
+    let empties = empties.expect("the ring is on");
+    println!("the ring ran dry {empties} times");
+    assert!(
+        empties > 0,
+        "16 buffers never ran dry under 1,000 connections"
+    );
+}
+
+#[test]
+fn many_connections_with_the_ring_off() {
+    assert_eq!(
+        many_connections_through(Builder::new().recv_multishot(false), 300, 4096),
+        None
+    );
+}
+
+#[test]
+fn an_unread_connection_holds_a_bounded_number_of_buffers() {
+    let rt = Builder::new().recv_buffers(64, 1024).build().unwrap();
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let data = pattern(11, 1 << 20);
+        let sent = data.clone();
+        let client = thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(&sent).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        let (mut stream, _) = listener.accept().await.unwrap();
+        // Arm the receive with a first read, then stop reading while the client sends 1 MiB.
+        let mut first = [0u8; 1];
+        AsyncReadExt::read_exact(&mut stream, &mut first)
+            .await
+            .unwrap();
+        sleep(Duration::from_millis(300)).await;
+        let ring = core_ring().unwrap();
+        let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
+        // The chunk being read, plus the backlog of 4 and what was in flight at the cancel.
+        assert!(held <= 8, "an unread connection holds {held} of 64 buffers");
+        let mut rest = Vec::new();
+        timeout(LIMIT, stream.read_to_end(&mut rest))
+            .await
+            .unwrap()
+            .unwrap();
+        client.join().unwrap();
+        assert_eq!(first[0], data[0]);
+        assert!(
+            rest == data[1..],
+            "bytes lost or reordered across the pause"
+        );
+        assert_eq!(ring.outstanding(), 0);
+    });
+}
+
+#[test]
+fn an_idle_connection_holds_no_buffer() {
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.write_all(b"x").unwrap();
+            thread::sleep(Duration::from_secs(2));
+            s.write_all(b"yz").unwrap();
+        });
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let reader = runtime::spawn_local(async move {
+            let mut buf = [0u8; 8];
+            let n = AsyncReadExt::read(&mut stream, &mut buf).await.unwrap();
+            let m = AsyncReadExt::read(&mut stream, &mut buf[n..])
+                .await
+                .unwrap();
+            buf[..n + m].to_vec()
+        });
+        sleep(Duration::from_millis(500)).await;
+        // The reader got its byte and waits for more: its receive is armed, no buffer held.
+        let ring = core_ring().unwrap();
+        assert_eq!(ring.outstanding(), 0, "a buffer is held while idle");
+        assert_eq!(
+            ring.available(),
+            Some(ring.entries()),
+            "the kernel holds one"
+        );
+        let got = timeout(LIMIT, reader).await.unwrap().unwrap();
+        assert_eq!(got, b"xyz");
+        client.join().unwrap();
+    });
+}
