@@ -53,7 +53,19 @@ pub struct Builder {
     /// The features asked for (`driver::features::bit`s).
     features: u16,
     recv_buffers: (u16, u32),
+    /// A name in `RUNTIME_DISABLE` that is no feature: `build` reports it.
+    bad_disable: Option<String>,
 }
+
+/// The feature names `RUNTIME_DISABLE` takes, and their switches.
+const DISABLE_NAMES: [(&str, u16); 6] = [
+    ("registered_ring_fd", bit::REGISTERED_RING_FD),
+    ("no_sqarray", bit::NO_SQARRAY),
+    ("min_timeout", bit::MIN_TIMEOUT),
+    ("recv_multishot", bit::RECV_MULTISHOT),
+    ("recv_bundle", bit::RECV_BUNDLE),
+    ("direct_descriptors", bit::DIRECT_DESCRIPTORS),
+];
 
 impl Default for Builder {
     fn default() -> Self {
@@ -62,8 +74,35 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// A builder with 256 SQ entries and every fast setup flag asked for.
+    /// A builder with 256 SQ entries and every fast setup flag and kernel feature asked
+    /// for, less those the `RUNTIME_DISABLE` environment variable names.
+    ///
+    /// `RUNTIME_DISABLE` is a comma-separated list of feature switches to turn off in every
+    /// runtime the process builds (`registered_ring_fd`, `no_sqarray`, `min_timeout`,
+    /// `recv_multishot`, `recv_bundle`, `direct_descriptors`): a way to run a program or a
+    /// test suite on the fallback paths without changing it. An unknown name makes
+    /// [`build`](Builder::build) fail with `InvalidInput`.
     pub fn new() -> Builder {
+        let mut b = Builder::plain();
+        if let Some(list) = std::env::var_os("RUNTIME_DISABLE") {
+            for name in list.to_string_lossy().split(',').map(str::trim) {
+                match DISABLE_NAMES.iter().find(|(n, _)| *n == name) {
+                    Some(&(n, bit)) => {
+                        b = b.feature(bit, false);
+                        if n == "no_sqarray" {
+                            b.no_sqarray = false;
+                        }
+                    }
+                    None if name.is_empty() => {}
+                    None => b.bad_disable = Some(name.to_string()),
+                }
+            }
+        }
+        b
+    }
+
+    /// The builder before `RUNTIME_DISABLE`.
+    fn plain() -> Builder {
         Builder {
             entries: 256,
             cq_entries: None,
@@ -81,6 +120,7 @@ impl Builder {
                 let d = RingConfig::all(1, 1);
                 (d.recv_ring_entries, d.recv_ring_buf_len)
             },
+            bad_disable: None,
         }
     }
 
@@ -321,6 +361,16 @@ impl Builder {
                 io::ErrorKind::AlreadyExists,
                 "a runtime is already running on this thread; one thread drives one ring \
                  (build the second runtime on another thread, or spawn onto the first)",
+            ));
+        }
+        if let Some(name) = &self.bad_disable {
+            let known: Vec<&str> = DISABLE_NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "RUNTIME_DISABLE names `{name}`, which is no feature switch (known: {})",
+                    known.join(", ")
+                ),
             ));
         }
         let want = self.wanted()?;

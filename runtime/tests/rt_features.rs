@@ -237,3 +237,49 @@ fn recv_buffers_bad_input_is_invalid_input_naming_the_values() {
     // A failed build leaves the thread free for the next runtime.
     Builder::new().build().unwrap();
 }
+
+/// `RUNTIME_DISABLE` turns switches off in every builder (run in a child process, since the
+/// variable is process-wide): known names are off, an unknown one fails the build.
+#[test]
+fn runtime_disable_turns_features_off() {
+    if std::env::var_os("RT_FEATURES_CHILD").is_some() {
+        let expect_bad = std::env::var("RUNTIME_DISABLE").unwrap().contains("bogus");
+        match runtime::Builder::new().build() {
+            Ok(rt) => {
+                assert!(!expect_bad, "an unknown name must fail the build");
+                let f = rt.features();
+                assert!(!f.direct_descriptors && !f.recv_multishot, "{f}");
+                assert!(f.to_string().contains("(builder)"), "{f}");
+            }
+            Err(e) => {
+                assert!(expect_bad, "{e}");
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+                assert!(e.to_string().contains("bogus"), "{e}");
+            }
+        }
+        println!("child checked");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    for list in ["direct_descriptors, recv_multishot", "recv_multishot,bogus"] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "runtime_disable_turns_features_off",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("RT_FEATURES_CHILD", "1")
+            .env("RUNTIME_DISABLE", list)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "RUNTIME_DISABLE={list}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("child checked"),
+            "the child ran no check"
+        );
+    }
+}
