@@ -13,6 +13,7 @@ mod echo_cores;
 mod fio;
 mod harness;
 mod idle;
+mod idle_conns;
 mod link;
 mod nop;
 #[cfg(feature = "peers")]
@@ -74,7 +75,7 @@ pub struct Opts {
     #[arg(long, global = true, value_name = "N", value_parser = count::<1>)]
     pub runs: Option<usize>,
     /// size each run so the first contestant takes about S seconds
-    /// (echo, echo-cores: the window; idle: the sleep)
+    /// (echo, echo-cores: the window; idle: the sleep; idle-conns: the idle window)
     #[arg(
         long,
         global = true,
@@ -167,6 +168,12 @@ enum Which {
     One(Bench),
     /// every benchmark above, in order
     All,
+    /// (internal) idle-conns's server process: one echo server until stdin closes
+    #[command(hide = true)]
+    IdleServer(idle_conns::ServerArgs),
+    /// (internal) idle-conns's client process: N connections, echoed once, then idle
+    #[command(hide = true)]
+    IdleClient(idle_conns::ClientArgs),
 }
 
 /// A benchmark the command line can name.
@@ -191,6 +198,9 @@ enum Bench {
     EchoCores,
     /// a cores(2) runtime asleep for 2 s: process CPU and enters per core
     Idle,
+    /// N open idle connections: server RSS per connection and idle CPU, runtime vs tokio vs
+    /// raw ring (--http: axum vs axum-tokio), each server a process of its own
+    IdleConns(idle_conns::IdleConnsArgs),
     /// 4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
     Read,
     /// channels: runtime::sync vs sync::local vs futures on one core; across cores vs tokio
@@ -198,7 +208,7 @@ enum Bench {
 }
 
 impl Bench {
-    const ALL: [Bench; 11] = [
+    const ALL: [Bench; 12] = [
         Bench::Nop,
         Bench::Poll,
         Bench::Link,
@@ -208,6 +218,11 @@ impl Bench {
         Bench::PingPong,
         Bench::EchoCores,
         Bench::Idle,
+        // In `all`: 10,000 connections (2,000 with --quick), the echo servers.
+        Bench::IdleConns(idle_conns::IdleConnsArgs {
+            conns: None,
+            http: false,
+        }),
         Bench::Read,
         Bench::Sync,
     ];
@@ -223,6 +238,7 @@ impl Bench {
             Bench::PingPong => pingpong::run(opts),
             Bench::EchoCores => echo_cores::run(opts),
             Bench::Idle => idle::run(opts),
+            Bench::IdleConns(args) => idle_conns::run(opts, args),
             Bench::Read => read::run(opts),
             Bench::Sync => sync::run(opts),
         }
@@ -239,6 +255,7 @@ impl Bench {
             Bench::PingPong => "pingpong",
             Bench::EchoCores => "echo-cores",
             Bench::Idle => "idle",
+            Bench::IdleConns(_) => "idle-conns",
             Bench::Read => "read",
             Bench::Sync => "sync",
         }
@@ -269,6 +286,7 @@ impl Cli {
         match self.which {
             Which::One(b) => vec![b],
             Which::All => Bench::ALL.to_vec(),
+            Which::IdleServer(_) | Which::IdleClient(_) => Vec::new(),
         }
     }
 }
@@ -342,6 +360,12 @@ fn main() -> ExitCode {
         // `--help` (exit 0) or a usage error (exit 2), printed as clap formats it.
         Err(e) => e.exit(),
     };
+    // The child processes `idle-conns` runs: no banner, no output files.
+    match cli.which {
+        Which::IdleServer(args) => return idle_conns::server_main(args),
+        Which::IdleClient(args) => return idle_conns::client_main(args),
+        Which::One(_) | Which::All => {}
+    }
     let (benches, opts, output) = (cli.benches(), cli.opts, cli.output);
     if let Some(path) = &output.compare {
         if let Err(e) = report::load_baseline(path) {
@@ -498,6 +522,20 @@ mod tests {
             ))
         );
         assert_eq!(
+            parse("idle-conns --conns 2000 --http --quick"),
+            Ok((
+                vec![Bench::IdleConns(idle_conns::IdleConnsArgs {
+                    conns: Some(2000),
+                    http: true,
+                })],
+                Opts {
+                    quick: true,
+                    ..Opts::default()
+                },
+                Output::default()
+            ))
+        );
+        assert_eq!(
             parse("all --json a.json --compare=b.json"),
             Ok((
                 Bench::ALL.to_vec(),
@@ -537,6 +575,50 @@ mod tests {
                 }
             ))
         );
+    }
+
+    /// The child processes of `idle-conns` parse, stay out of `--help`, and name no benchmark.
+    #[test]
+    fn idle_conns_children_parse_and_hide() {
+        let cli = Cli::try_parse_args(["bench", "idle-server", "--kind", "raw"]).unwrap();
+        assert!(matches!(
+            cli.which,
+            Which::IdleServer(idle_conns::ServerArgs {
+                kind: idle_conns::Kind::Raw
+            })
+        ));
+        assert!(cli.benches().is_empty());
+        let cli = Cli::try_parse_args([
+            "bench",
+            "idle-client",
+            "--addr",
+            "127.0.0.1:9",
+            "--conns",
+            "5",
+            "--http",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.which,
+            Which::IdleClient(idle_conns::ClientArgs {
+                conns: 5,
+                http: true,
+                ..
+            })
+        ));
+        let top = Cli::command_with_help().render_long_help().to_string();
+        assert!(
+            !top.contains("idle-server") && !top.contains("idle-client"),
+            "{top}"
+        );
+        for bad in [
+            "idle-server",
+            "idle-server --kind fast",
+            "idle-client --conns 5",
+            "idle-client --addr x --conns 5",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -607,6 +689,9 @@ mod tests {
             "nop --svg -",
             "nop --markdown=yes",
             "nop --quick=1",
+            "idle-conns --conns 0",
+            "idle-conns --conns x",
+            "nop --conns 5",
             "help",
         ] {
             assert!(parse(args).is_err(), "{args}");
