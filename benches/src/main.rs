@@ -71,8 +71,15 @@ pub struct Opts {
     /// fewer operations and runs (3 instead of 5): a smoke test, not a result
     #[arg(long, global = true)]
     pub quick: bool,
-    /// measured runs per contestant (after one warm-up run each)
-    #[arg(long, global = true, value_name = "N", value_parser = count::<1>)]
+    /// measured runs per contestant (after one warm-up run each;
+    /// idle-conns: alternating rounds, default 1, no warm-up)
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        value_parser = count::<1>,
+        verbatim_doc_comment
+    )]
     pub runs: Option<usize>,
     /// size each run so the first contestant takes about S seconds
     /// (echo, echo-cores: the window; idle: the sleep; idle-conns: the idle window)
@@ -198,8 +205,7 @@ enum Bench {
     EchoCores,
     /// a cores(2) runtime asleep for 2 s: process CPU and enters per core
     Idle,
-    /// N open idle connections: server RSS per connection and idle CPU, runtime vs tokio vs
-    /// raw ring (--http: axum vs axum-tokio), each server a process of its own
+    /// N idle connections: server RSS per connection and idle CPU, runtime vs tokio vs raw
     IdleConns(idle_conns::IdleConnsArgs),
     /// 4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
     Read,

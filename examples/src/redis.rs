@@ -10,10 +10,11 @@
 //! shards. Keys with a TTL expire when read after their deadline, and a sweep
 //! ([`Store::sweep`]) removes the ones nobody reads.
 //!
-//! A connection reads into one buffer, answers every whole request in it (pipelining), and
-//! sends all the replies with one write. Its input never grows past
-//! [`MAX_REQUEST`](crate::resp::MAX_REQUEST) and its output is sent once it passes
-//! [`FLUSH_AT`]; on a protocol error it replies `-ERR Protocol error: ...` and closes.
+//! A connection answers every whole request in each received chunk (pipelining) and sends
+//! all the replies with one write; it holds no buffer while idle (see [`serve_connection`]).
+//! Its input never grows past [`MAX_REQUEST`](crate::resp::MAX_REQUEST) and its output is
+//! sent once it passes [`FLUSH_AT`]; on a protocol error it replies
+//! `-ERR Protocol error: ...` and closes.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
@@ -21,16 +22,12 @@ use std::ops::Range;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use runtime::buf::IoBuf;
-
 use crate::resp::{self, Parsed, MAX_REQUEST};
 
 /// How many shards the store has.
 pub const SHARDS: usize = 64;
 /// Replies are sent once this many bytes are waiting, even mid-batch.
 pub const FLUSH_AT: usize = 256 * 1024;
-/// A connection's input buffer starts (and shrinks back to) this size.
-const READ_BUF: usize = 16 * 1024;
 
 /// FxHash (the rustc hasher): keys come from our own clients, and it is several times
 /// cheaper than SipHash on short keys.
@@ -349,89 +346,104 @@ pub enum Action {
 
 /// Answers requests on `stream` until the peer closes, sends `QUIT`, sends something that
 /// is not RESP, or a request larger than [`MAX_REQUEST`].
+///
+/// Reads chunks from the core's shared receive ring (`read_chunk`): an idle connection
+/// holds no buffer. Whole requests are answered straight from the chunk; only a request
+/// cut across chunks is copied, into `pending`, until it is whole. Replies collect in `out`
+/// and go out in one write, which runs while the next chunk is awaited (pipelining); `out`
+/// is freed once sent, so an idle connection holds none either.
 pub async fn serve_connection(stream: net::TcpStream, store: &Store) {
-    let mut input: Vec<u8> = Vec::with_capacity(READ_BUF);
-    let mut out: Vec<u8> = Vec::with_capacity(READ_BUF);
+    let (mut reader, writer) = stream.into_split();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut args = Vec::new();
     loop {
-        // Answer every whole request received so far.
-        let mut start = 0;
-        let mut close = false;
-        while !close {
-            match resp::parse(&input[start..], &mut args) {
-                Parsed::Request(len) => {
-                    let req = &input[start..start + len];
-                    close = store.execute(req, &args, &mut out) == Action::Close;
-                    start += len;
-                    if out.len() >= FLUSH_AT {
-                        out = match send(&stream, out).await {
-                            Some(out) => out,
-                            None => return,
-                        };
-                    }
-                }
-                Parsed::Incomplete => {
-                    if input.len() - start >= MAX_REQUEST {
-                        resp::error(&mut out, "Protocol error: request too large");
-                        close = true;
-                    }
-                    break;
-                }
-                Parsed::Error(msg) => {
-                    resp::error(&mut out, msg);
-                    close = true;
-                }
+        let read = reader.read_chunk();
+        let chunk = if out.is_empty() {
+            read.await
+        } else {
+            let (sent, read) = futures::join!(send(&writer, std::mem::take(&mut out)), read);
+            if !sent {
+                return;
             }
+            read
+        };
+        let chunk = match chunk {
+            Ok(c) if !c.is_empty() => c,
+            _ => return,
+        };
+        // Whole requests straight from the chunk, unless a cut one waits in `pending`.
+        let close = if pending.is_empty() {
+            let Some((used, close)) = answer(&chunk, store, &mut args, &mut out, &writer).await
+            else {
+                return;
+            };
+            pending.extend_from_slice(&chunk[used..]);
+            close
+        } else {
+            pending.extend_from_slice(&chunk);
+            let Some((used, close)) = answer(&pending, store, &mut args, &mut out, &writer).await
+            else {
+                return;
+            };
+            pending.drain(..used);
+            close
+        };
+        drop(chunk);
+        if pending.is_empty() {
+            // Free a buffer a cut request grew.
+            pending = Vec::new();
         }
-        if close {
-            if !out.is_empty() && send(&stream, out).await.is_none() {
+        if close || pending.len() >= MAX_REQUEST {
+            if pending.len() >= MAX_REQUEST && !close {
+                resp::error(&mut out, "Protocol error: request too large");
+            }
+            if !out.is_empty() && !send(&writer, out).await {
                 return;
             }
             // FIN after the replies, so the peer reads them before the socket goes.
-            let _ = stream.shutdown(std::net::Shutdown::Write).await;
+            let _ = writer.shutdown(std::net::Shutdown::Write).await;
             return;
-        }
-        // Keep the unanswered tail at the front; shrink a buffer a big request grew.
-        input.drain(..start);
-        if input.is_empty() && input.capacity() > 4 * READ_BUF {
-            input = Vec::with_capacity(READ_BUF);
-        }
-        if input.capacity() - input.len() < READ_BUF / 4 {
-            // Doubling, but never past MAX_REQUEST plus one read: a longer request was
-            // refused above before this read.
-            let grow = input.capacity().max(READ_BUF);
-            input.reserve_exact(grow.min(MAX_REQUEST + READ_BUF - input.len()));
-        }
-        let len = input.len();
-        // The replies go out and the next read is armed in the same submission: a client
-        // that pipelines gets its next batch read while this one is being sent.
-        let read = stream.read(input.slice(len..));
-        let (res, slice) = if out.is_empty() {
-            read.await
-        } else {
-            let (sent, read) = futures::join!(send(&stream, out), read);
-            out = match sent {
-                Some(out) => out,
-                None => return,
-            };
-            read
-        };
-        input = slice.into_inner();
-        match res {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
         }
     }
 }
 
-/// Sends `out` whole; gives it back cleared, or `None` if the peer is gone.
-async fn send(stream: &net::TcpStream, out: Vec<u8>) -> Option<Vec<u8>> {
-    let (res, mut out) = stream.write_all(out).await;
-    out.clear();
-    if out.capacity() > 4 * FLUSH_AT {
-        out = Vec::with_capacity(READ_BUF);
+/// Answers every whole request at the start of `input` into `out` (sending it whenever it
+/// passes [`FLUSH_AT`]): how many bytes were used and whether to close, or `None` if the
+/// peer is gone.
+async fn answer(
+    input: &[u8],
+    store: &Store,
+    args: &mut Vec<Range<usize>>,
+    out: &mut Vec<u8>,
+    writer: &net::tcp::OwnedWriteHalf,
+) -> Option<(usize, bool)> {
+    let mut start = 0;
+    loop {
+        match resp::parse(&input[start..], args) {
+            Parsed::Request(len) => {
+                let req = &input[start..start + len];
+                let close = store.execute(req, args, out) == Action::Close;
+                start += len;
+                if out.len() >= FLUSH_AT && !send(writer, std::mem::take(out)).await {
+                    return None;
+                }
+                if close {
+                    return Some((start, true));
+                }
+            }
+            Parsed::Incomplete => return Some((start, false)),
+            Parsed::Error(msg) => {
+                resp::error(out, msg);
+                return Some((start, true));
+            }
+        }
     }
-    res.ok().map(|()| out)
+}
+
+/// Sends `out` whole; `false` if the peer is gone.
+async fn send(writer: &net::tcp::OwnedWriteHalf, out: Vec<u8>) -> bool {
+    writer.write_all(out).await.0.is_ok()
 }
 
 #[cfg(test)]

@@ -72,8 +72,21 @@
 //!   Borrowed bytes go through [`TcpStream::write_all_from`] (`&[u8]`, copied once into a
 //!   `Vec`).
 //! - **futures-io traits** (`AsyncRead`, `AsyncBufRead`, `AsyncWrite`, and tokio's under the
-//!   `tokio-io` feature), on an internal buffer per direction, for generic code and the
-//!   ecosystem's adapters; their extension methods take `&mut [u8]` and `&[u8]`.
+//!   `tokio-io` feature), for generic code and the ecosystem's adapters; their extension
+//!   methods take `&mut [u8]` and `&[u8]`. Reads come from the core's shared provided-buffer
+//!   ring (below); a write is copied into a buffer held only while its send is in flight.
+//!
+//! # What a connection holds while it waits
+//! An owned-buffer `read(buf)` hands `buf` to the kernel until data arrives: a server with
+//! many idle connections pins one buffer each. The traits and `read_chunk()` (which yields
+//! a [`Chunk`], an `IoBuf` that `write_all` sends on without a copy) read instead through
+//! one multishot receive per connection into the core's provided-buffer ring
+//! ([`runtime::buf::core_ring`]): the kernel takes a buffer only when data arrives and the
+//! chunk returns to the ring once read, so an idle connection owns no receive buffer. A
+//! connection nobody reads holds at most a few buffers (the receive is paused past a small
+//! backlog), and when the ring runs dry (`ENOBUFS`) the receive re-arms as soon as a buffer
+//! comes back. Off (`Builder::recv_multishot(false)`, or a kernel without buffer rings),
+//! the traits use a 16 KiB buffer per connection.
 //!
 //! Inherent methods are found before trait methods on a stream *binding*, so with
 //! `stream: TcpStream`, `stream.read(&mut buf)` means the owned-buffer `read` and does not

@@ -23,6 +23,7 @@
 //! Dropping the socket mid-op is safe: an op moves its data into the driver's ignored
 //! slot, and the buffers of CQEs nobody sees go back to the ring.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -68,6 +69,10 @@ struct RingRead {
     ring: BufRing,
     /// The chunk being consumed (never empty).
     chunk: Option<RingBuf>,
+    /// The rest of a bundle receive's buffers, in order.
+    more: VecDeque<RingBuf>,
+    /// Arm receives as bundles (several buffers per CQE).
+    bundle: bool,
     op: Option<MultiOp<RecvMulti>>,
     /// The op in flight was armed with a byte limit.
     limited: bool,
@@ -155,6 +160,8 @@ impl ReadState {
                 Some(ring) => Source::Ring(RingRead {
                     ring,
                     chunk: None,
+                    more: VecDeque::new(),
+                    bundle: runtime::features().is_some_and(|f| f.recv_bundle),
                     op: None,
                     limited: false,
                     starved: None,
@@ -264,6 +271,9 @@ impl RingRead {
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<Option<RingBuf>>> {
         loop {
+            if let Some(buf) = self.more.pop_front() {
+                return Poll::Ready(Ok(Some(buf)));
+            }
             let op = match &mut self.op {
                 Some(op) => op,
                 None => {
@@ -280,7 +290,7 @@ impl RingRead {
                         u32::from(BACKLOG).saturating_mul(self.ring.buf_len())
                     };
                     self.limited = limit != 0;
-                    let op = ops::recv_multi_limited(fd, &self.ring, limit);
+                    let op = ops::recv_multi_limited(fd, &self.ring, limit, self.bundle);
                     self.op.insert(op.with_backlog(BACKLOG))
                 }
             };
@@ -299,12 +309,13 @@ impl RingRead {
                     return Poll::Ready(Ok(None));
                 }
                 Ok(_) => {
-                    return Poll::Ready(match self.ring.take(&cqe) {
+                    self.ring.take_bundle(&cqe, &mut self.more);
+                    return Poll::Ready(match self.more.pop_front() {
                         Some(buf) => Ok(Some(buf)),
                         None => Err(io::Error::other(
                             "multishot recv completed without a provided buffer",
                         )),
-                    })
+                    });
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.ring.note_empty();

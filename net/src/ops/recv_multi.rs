@@ -19,25 +19,44 @@ pub(crate) struct RecvMulti {
 
 impl Release for RecvMulti {
     fn release(&self, cqe: Cqe) {
-        // Taking the buffer and dropping it puts it back in the ring.
-        drop(self.ring.take(&cqe));
+        // Taking the buffers (one, or a bundle's) and dropping them puts them back.
+        let mut bufs = std::collections::VecDeque::new();
+        self.ring.take_bundle(&cqe, &mut bufs);
     }
 }
 
+/// `IORING_RECVSEND_BUNDLE` in the SQE's `ioprio` (Linux 6.10).
+const IORING_RECVSEND_BUNDLE: u16 = 1 << 4;
+
 /// Arms a multishot recv on `fd` that fills buffers from `ring`.
 pub(crate) fn recv_multi(fd: &SharedFd, ring: &BufRing) -> MultiOp<RecvMulti> {
-    recv_multi_limited(fd, ring, 0)
+    recv_multi_limited(fd, ring, 0, false)
 }
 
 /// Arms a multishot recv on `fd` that fills buffers from `ring` and ends (a CQE without
 /// `F_MORE`, after the data) once `limit` bytes were received in all (`sqe->optlen`, Linux
-/// 6.17; 0: no limit). An older kernel refuses a limit with `EINVAL`.
-pub(crate) fn recv_multi_limited(fd: &SharedFd, ring: &BufRing, limit: u32) -> MultiOp<RecvMulti> {
+/// 6.17; 0: no limit; an older kernel refuses a limit with `EINVAL`). With `bundle`, one CQE
+/// may cover several buffers (`IORING_RECVSEND_BUNDLE`; take them with
+/// [`BufRing::take_bundle`]).
+pub(crate) fn recv_multi_limited(
+    fd: &SharedFd,
+    ring: &BufRing,
+    limit: u32,
+    bundle: bool,
+) -> MultiOp<RecvMulti> {
     let sqe = opcode::RecvMulti::new(types::Fd(fd.raw()), ring.bgid()).build();
-    let sqe = if limit == 0 {
+    let sqe = if limit == 0 && !bundle {
         sqe
     } else {
-        with_optlen(sqe, limit)
+        patch(sqe, |raw| {
+            if limit != 0 {
+                raw[44..48].copy_from_slice(&limit.to_ne_bytes());
+            }
+            if bundle {
+                let ioprio = u16::from_ne_bytes([raw[2], raw[3]]) | IORING_RECVSEND_BUNDLE;
+                raw[2..4].copy_from_slice(&ioprio.to_ne_bytes());
+            }
+        })
     };
     let data = RecvMulti {
         _fd: fd.clone(),
@@ -49,15 +68,16 @@ pub(crate) fn recv_multi_limited(fd: &SharedFd, ring: &BufRing, limit: u32) -> M
     unsafe { MultiOp::new_releasing(data, sqe) }
 }
 
-/// `sqe` with its `optlen` field (bytes 44..48 of the 64-byte SQE, the union it shares with
-/// `file_index` and `splice_fd_in`) set to `value`: the io-uring crate's builder lacks it.
-fn with_optlen(sqe: squeue::Entry, value: u32) -> squeue::Entry {
+/// `sqe` with `f` applied to its 64 raw bytes, for the fields the io-uring crate's builder
+/// lacks: `ioprio` (bytes 2..4) and `optlen` (bytes 44..48, the union it shares with
+/// `file_index` and `splice_fd_in`).
+fn patch(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry {
     const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
     // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
     // unions of them (size checked above): every bit pattern is a valid value, and it has
     // no padding the kernel's ABI does not define.
     let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
-    raw[44..48].copy_from_slice(&value.to_ne_bytes());
-    // SAFETY: as above; only the `optlen` bytes changed.
+    f(&mut raw);
+    // SAFETY: as above: any bytes make a valid `Entry`; the kernel checks the fields.
     unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }

@@ -67,6 +67,9 @@ struct Inner {
     waiters: RefCell<Vec<Waker>>,
     /// Receives that found the ring empty (`ENOBUFS`), as readers reported them.
     empty: Cell<u64>,
+    /// The ring position (tail value) each buffer was last pushed at: a bundle CQE names
+    /// its first buffer only, and the rest follow it in ring order.
+    slot_of: Box<[Cell<u16>]>,
 }
 
 impl BufRing {
@@ -104,6 +107,7 @@ impl BufRing {
             returned: Cell::new(0),
             waiters: RefCell::new(Vec::new()),
             empty: Cell::new(0),
+            slot_of: (0..entries).map(|_| Cell::new(0)).collect(),
         };
         for bid in 0..entries {
             inner.push(bid);
@@ -209,6 +213,40 @@ impl BufRing {
         Some(self.buf(bid, len))
     }
 
+    /// The buffers the kernel filled for a bundle receive's `cqe`
+    /// (`IORING_RECVSEND_BUNDLE`, Linux 6.10): the CQE names the first buffer and the byte
+    /// count; the kernel filled that buffer and the ones after it in ring order, each whole
+    /// but the last. Pushes them onto `out` in order, and returns how many. Also right for
+    /// a CQE of a plain receive (one buffer).
+    pub fn take_bundle(&self, cqe: &Cqe, out: &mut std::collections::VecDeque<RingBuf>) -> usize {
+        let Some(first) = cqe.buffer_id() else {
+            return 0;
+        };
+        let mut left = match &cqe.result {
+            Ok(n) => *n as usize,
+            Err(_) => 0,
+        };
+        let len = self.inner.buf_len as usize;
+        if left <= len {
+            out.push_back(self.buf(first, left));
+            return 1;
+        }
+        // Where `first` sat in the ring: the kernel took the entries from there on. They
+        // cannot have been overwritten yet: a slot is reused only after every buffer pushed
+        // since it, these included, came back.
+        let mut slot = self.inner.slot_of[usize::from(first)].get();
+        let mut n = 0;
+        while left > 0 {
+            let bid = self.inner.bid_at(slot);
+            let take = left.min(len);
+            out.push_back(self.buf(bid, take));
+            left -= take;
+            slot = slot.wrapping_add(1);
+            n += 1;
+        }
+        n
+    }
+
     /// The buffer `bid` with `len` filled bytes, as the kernel reported it.
     ///
     /// # Panics
@@ -240,9 +278,19 @@ impl Inner {
             .wrapping_add(bid as usize * self.buf_len as usize)
     }
 
+    /// The buffer id in the ring entry at position `slot` (a tail value).
+    fn bid_at(&self, slot: u16) -> u16 {
+        let idx = (slot & (self.entries - 1)) as usize;
+        // SAFETY: `idx < entries`, inside the mapping. The entry holds the id we wrote when
+        // pushing it (the kernel does not write ids; without incremental consumption it
+        // does not touch entries at all).
+        unsafe { (*self.ring.as_ptr().add(idx)).bid() }
+    }
+
     /// Writes buffer `bid` into the ring at the (unpublished) tail.
     fn push(&self, bid: u16) {
         let tail = self.tail.get();
+        self.slot_of[usize::from(bid)].set(tail);
         let idx = (tail & (self.entries - 1)) as usize;
         // SAFETY: `idx < entries`, inside the mapping; the kernel only reads entries before the
         // published tail, and this one is past it.
