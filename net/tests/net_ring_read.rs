@@ -116,8 +116,9 @@ fn chunks_echo_messages_of_random_sizes_byte_exact() {
 
 /// `CONNS` clients each send their own bytes and read the echo; the server reads each
 /// connection with `read_to_end` (the poll traits) and writes it back.
-/// Returns how many receives found the server's ring empty (`None`: no ring).
-fn many_connections_through(builder: Builder, conns: u64, len: usize) -> Option<u64> {
+/// Returns the server's ring size at the end and how many receives found it empty
+/// (`None`: no ring).
+fn many_connections_through(builder: Builder, conns: u64, len: usize) -> Option<(u16, u64)> {
     let rt = builder.build().unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -140,7 +141,7 @@ fn many_connections_through(builder: Builder, conns: u64, len: usize) -> Option<
             let n = timeout(LIMIT, t).await.unwrap().unwrap().unwrap();
             assert_eq!(n, len);
         }
-        core_ring().map(|r| r.times_empty())
+        core_ring().map(|r| (r.entries(), r.times_empty()))
     });
     client.join().unwrap();
     empties
@@ -175,8 +176,13 @@ fn an_empty_ring_under_1000_connections_loses_nothing() {
     }
     // 16 buffers of 512 B for 1,000 connections sending 4 KiB each at once: the kernel runs
     // out of buffers over and over (ENOBUFS); every byte must still arrive, in order.
-    let empties = many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096);
-    let empties = empties.expect("the ring is on");
+    let (entries, empties) =
+        many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096)
+            .expect("the ring is on");
+    assert_eq!(
+        entries, 16,
+        "the ring grows no further than Builder::recv_buffers"
+    );
     println!("the ring ran dry {empties} times");
     assert!(
         empties > 0,
@@ -271,4 +277,48 @@ fn an_idle_connection_holds_no_buffer() {
         assert_eq!(got, b"xyz");
         client.join().unwrap();
     });
+}
+
+#[test]
+fn the_ring_grows_with_the_load() {
+    if ring_disabled() {
+        return;
+    }
+    // 300 connections whose 32 KiB each wait in the kernel before any is read: armed all at
+    // once, they need far more than the ring's first 64 buffers. It runs dry and doubles
+    // (up to the configured 1024) until the load fits; every byte still arrives.
+    const CONNS: u64 = 300;
+    const LEN: usize = 32 * 1024;
+    let rt = Builder::new().build().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = thread::spawn(move || clients(addr, CONNS, LEN));
+    let entries = rt.block_on(async {
+        let listener = TcpListener::from_std(listener).unwrap();
+        let mut incoming = listener.incoming();
+        let mut streams = Vec::new();
+        for _ in 0..CONNS {
+            streams.push(incoming.next().await.unwrap().unwrap());
+        }
+        sleep(Duration::from_millis(300)).await;
+        let tasks: Vec<_> = streams
+            .into_iter()
+            .map(|mut stream| {
+                runtime::spawn_local(async move {
+                    let mut all = Vec::new();
+                    stream.read_to_end(&mut all).await?;
+                    AsyncWriteExt::write_all(&mut stream, &all).await?;
+                    stream.close().await?;
+                    Ok::<usize, io::Error>(all.len())
+                })
+            })
+            .collect();
+        for t in tasks {
+            assert_eq!(timeout(LIMIT, t).await.unwrap().unwrap().unwrap(), LEN);
+        }
+        core_ring().unwrap().entries()
+    });
+    client.join().unwrap();
+    println!("the ring grew to {entries} buffers");
+    assert!(entries > 64, "the ring never grew: {entries} buffers");
 }

@@ -61,7 +61,8 @@ enum Source {
     #[default]
     Unset,
     Ring(RingRead),
-    Own(OwnRead),
+    /// Boxed: the fallback path, kept out of every socket's size.
+    Own(Box<OwnRead>),
 }
 
 /// Reading through a multishot receive into the core's ring.
@@ -167,7 +168,7 @@ impl ReadState {
                     starved: None,
                     eof: false,
                 }),
-                None => Source::Own(OwnRead::default()),
+                None => Source::Own(Box::default()),
             };
         }
         &mut self.source
@@ -272,6 +273,10 @@ impl RingRead {
     ) -> Poll<io::Result<Option<RingBuf>>> {
         loop {
             if let Some(buf) = self.more.pop_front() {
+                if self.more.is_empty() {
+                    // The bundle is handed out: free its queue (an idle connection holds none).
+                    self.more = VecDeque::new();
+                }
                 return Poll::Ready(Ok(Some(buf)));
             }
             let op = match &mut self.op {
@@ -280,6 +285,12 @@ impl RingRead {
                     if let Some(seen) = self.starved {
                         ready!(self.ring.poll_returned_since(seen, cx));
                         self.starved = None;
+                    }
+                    // Arm on the core's current ring: it may have grown since.
+                    if let Some(current) = runtime::buf::core_ring() {
+                        if current.bgid() != self.ring.bgid() {
+                            self.ring = current;
+                        }
                     }
                     // Bounded twice: the kernel ends the receive after BACKLOG buffers' worth
                     // of bytes, and the driver cancels it at BACKLOG unread CQEs (the
@@ -308,17 +319,30 @@ impl RingRead {
                     self.op = None;
                     return Poll::Ready(Ok(None));
                 }
-                Ok(_) => {
-                    self.ring.take_bundle(&cqe, &mut self.more);
-                    return Poll::Ready(match self.more.pop_front() {
+                Ok(n) if *n <= self.ring.buf_len() => {
+                    // One buffer (the common case): no queue, so none is allocated.
+                    return Poll::Ready(match self.ring.take(&cqe) {
                         Some(buf) => Ok(Some(buf)),
                         None => Err(io::Error::other(
                             "multishot recv completed without a provided buffer",
                         )),
                     });
                 }
+                Ok(_) => {
+                    if self.ring.take_bundle(&cqe, &mut self.more) == 0 {
+                        return Poll::Ready(Err(io::Error::other(
+                            "multishot recv completed without a provided buffer",
+                        )));
+                    }
+                    // The loop's first step hands out the first buffer.
+                }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.ring.note_empty();
+                    // A ring too small for the load grows (then arm on the new one at once).
+                    if let Some(bigger) = runtime::buf::grow_core_ring(&self.ring) {
+                        self.ring = bigger;
+                        continue;
+                    }
                     // The ring was empty when the kernel looked. Buffers may have come back
                     // since: re-arm now if the kernel has some, else wait for the next one.
                     let free = match self.ring.available() {

@@ -14,7 +14,7 @@ use std::ops::{Bound, RangeBounds};
 mod ring;
 
 pub(crate) use ring::release_core_ring;
-pub use ring::{core_ring, BufRing, RingBuf};
+pub use ring::{core_ring, grow_core_ring, BufRing, RingBuf};
 
 /// A buffer the kernel may read from, with a stable address.
 ///

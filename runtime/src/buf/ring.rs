@@ -343,9 +343,15 @@ thread_local! {
     static CORE_RING: RefCell<Option<CoreRing>> = const { RefCell::new(None) };
 }
 
+/// Buffers a core's receive ring starts with (fewer if the configured size is smaller).
+const CORE_RING_START: u16 = 64;
+
 /// The current core's shared receive ring, made (mapped and registered) on first use: the
 /// provided buffers every connection on this core reads into, so an idle connection owns no
-/// receive buffer. Its size comes from [`Builder::recv_buffers`](crate::Builder::recv_buffers).
+/// receive buffer. Its buffer length comes from
+/// [`Builder::recv_buffers`](crate::Builder::recv_buffers); it starts with 64 buffers and
+/// doubles each time a receive finds it empty ([`grow_core_ring`]), up to the configured
+/// number: sized to the load, so a core with little traffic touches few pages.
 ///
 /// `None` outside a runtime, when the runtime was built with
 /// [`Builder::recv_multishot(false)`](crate::Builder::recv_multishot) or the kernel has no
@@ -365,8 +371,8 @@ pub fn core_ring() -> Option<BufRing> {
             Some(CoreRing::Failed(id)) if *id == core => return None,
             _ => {}
         }
-        let (entries, len) = (features.recv_ring_entries, features.recv_ring_buf_len);
-        let (made, ring) = match BufRing::new(entries, len) {
+        let (max, len) = (features.recv_ring_entries, features.recv_ring_buf_len);
+        let (made, ring) = match BufRing::new(max.min(CORE_RING_START), len) {
             Ok(ring) => (CoreRing::Ready(core, ring.clone()), Some(ring)),
             Err(_) => (CoreRing::Failed(core), None),
         };
@@ -376,6 +382,31 @@ pub fn core_ring() -> Option<BufRing> {
         drop(slot);
         drop(old);
         ring
+    })
+}
+
+/// A receive found `ring` empty (`ENOBUFS`): if it is still the current core's ring and
+/// smaller than the configured size, it is replaced by one of twice as many buffers, which
+/// is returned. Readers arm their next receive with [`core_ring`]; the old ring goes once
+/// its last buffer is back and its last op is done. `None`: nothing changed (the ring is
+/// already at its size, was already replaced, or a new one could not be registered).
+pub fn grow_core_ring(ring: &BufRing) -> Option<BufRing> {
+    let core = context::current_core_id()?;
+    let max = context::current_features()?.recv_ring_entries;
+    CORE_RING.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let Some(CoreRing::Ready(id, current)) = &*slot else {
+            return None;
+        };
+        if *id != core || current.bgid() != ring.bgid() || current.entries() >= max {
+            return None;
+        }
+        let entries = current.entries().saturating_mul(2).min(max);
+        let bigger = BufRing::new(entries, current.buf_len()).ok()?;
+        let old = slot.replace(CoreRing::Ready(core, bigger.clone()));
+        drop(slot);
+        drop(old);
+        Some(bigger)
     })
 }
 
