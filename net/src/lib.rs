@@ -15,7 +15,9 @@
 //!   freed or reused while the kernel may still use it, even when the op future is dropped.
 //! - Sends use `MSG_NOSIGNAL`: a write to a reset peer gives `EPIPE`, never `SIGPIPE`.
 //! - A socket's fd is closed exactly once, when its last owner (the socket or an op still in
-//!   the kernel) is dropped.
+//!   the kernel) is dropped. Accepted TCP connections are direct descriptors where the
+//!   kernel allows (indexes in the core ring's fixed-file table, closed by a ring op; see
+//!   [`TcpStream`]'s documentation).
 //!
 //! # Name resolution
 //! Functions taking an address take this crate's [`ToSocketAddrs`] (tokio's trait, sealed):

@@ -1,6 +1,8 @@
-//! Dropped accepts, reads and `incoming()` streams leak no fd; `incoming()` survives `EMFILE`.
+//! Dropped accepts, reads and `incoming()` streams leak no fd (nor, with direct descriptors,
+//! table slot); `incoming()` survives `EMFILE`.
 //!
-//! The fd count is process-wide, so this file holds one test that runs its cases in turn.
+//! The fd count is process-wide, so this file holds one test that runs its cases in turn,
+//! once with direct descriptors (accepted sockets hold no fd) and once without.
 
 use std::future::Future;
 use std::os::fd::AsRawFd;
@@ -12,6 +14,48 @@ use net::{TcpListener, TcpStream};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Whether this core accepts into its fixed-file table.
+fn direct() -> bool {
+    runtime::features().is_some_and(|f| f.direct_descriptors && f.fixed_fd_install)
+}
+
+/// The fds one accepted connection holds: none as a direct descriptor.
+fn accepted_fds() -> usize {
+    usize::from(!direct())
+}
+
+/// Occupied slots of the fixed-file tables of this process's rings (their fdinfo lists
+/// each occupied slot after `UserFiles:`).
+fn table_slots_in_use() -> usize {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(link) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if link.to_string_lossy() != "anon_inode:[io_uring]" {
+            continue;
+        }
+        let name = entry.file_name();
+        let Ok(info) =
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", name.to_string_lossy()))
+        else {
+            continue;
+        };
+        n += info
+            .lines()
+            .skip_while(|l| !l.starts_with("UserFiles:"))
+            .skip(1)
+            .take_while(|l| {
+                l.trim_start()
+                    .split(':')
+                    .next()
+                    .is_some_and(|i| i.parse::<u32>().is_ok())
+            })
+            .count();
+    }
+    n
 }
 
 /// Lets the ring reap the CQEs of cancelled ops (the cancels and the ops' final CQEs).
@@ -49,7 +93,12 @@ async fn dropped_completed_accept() {
         client = std::net::TcpStream::connect(addr).unwrap();
         // The accept completes in the kernel and its CQE is reaped, but nobody polls it.
         settle().await;
-        assert_eq!(open_fds(), before + 2, "the client and the accepted fd");
+        assert_eq!(
+            open_fds(),
+            before + 1 + accepted_fds(),
+            "the client and the accepted fd"
+        );
+        assert_eq!(table_slots_in_use(), usize::from(direct()));
     }
     drop(client);
     settle().await;
@@ -58,6 +107,7 @@ async fn dropped_completed_accept() {
         before,
         "an accept completed after its future was dropped"
     );
+    assert_eq!(table_slots_in_use(), 0, "its direct descriptor closed");
 }
 
 async fn dropped_pending_read() {
@@ -114,6 +164,7 @@ async fn dropped_incoming() {
         before + clients.len(),
         "only the clients are open"
     );
+    assert_eq!(table_slots_in_use(), 0, "no direct descriptor left");
     drop(clients);
     assert_eq!(open_fds(), before, "a dropped incoming stream");
     drop(listener);
@@ -172,6 +223,32 @@ async fn incoming_survives_emfile() {
         .await
         .expect("incoming yields the error")
         .unwrap();
+    if direct() {
+        // A direct descriptor needs no fd: the connection is accepted, and a regular fd is
+        // asked for in vain.
+        let stream = first.unwrap();
+        assert!(stream.is_direct());
+        let err = stream.try_as_fd().unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("installing a real fd for direct descriptor"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&std::io::Error::from_raw_os_error(libc::EMFILE).to_string()),
+            "{msg}"
+        );
+        drop(guard);
+        assert_eq!(
+            stream.peer_addr().unwrap(),
+            client.local_addr().unwrap().as_socket().unwrap()
+        );
+        drop((stream, incoming, client));
+        settle().await;
+        assert_eq!(open_fds(), before);
+        assert_eq!(table_slots_in_use(), 0);
+        return;
+    }
     let err = first.unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EMFILE), "{err}");
     drop(guard);
@@ -190,11 +267,19 @@ async fn incoming_survives_emfile() {
     assert_eq!(open_fds(), before);
 }
 
-#[runtime::test]
-async fn dropped_ops_leak_no_fd() {
-    dropped_pending_accept().await;
-    dropped_completed_accept().await;
-    dropped_pending_read().await;
-    dropped_incoming().await;
-    incoming_survives_emfile().await;
+#[test]
+fn dropped_ops_leak_no_fd() {
+    for direct_descriptors in [true, false] {
+        let rt = runtime::Builder::new()
+            .direct_descriptors(direct_descriptors)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            dropped_pending_accept().await;
+            dropped_completed_accept().await;
+            dropped_pending_read().await;
+            dropped_incoming().await;
+            incoming_survives_emfile().await;
+        });
+    }
 }

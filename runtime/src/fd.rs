@@ -1,30 +1,243 @@
-//! `SharedFd`: a file descriptor shared by its owner (a socket, a file) and the ops it has
-//! in flight.
+//! `SharedFd`: a file descriptor shared by its owner (a socket, a file) and the ops it has in
+//! flight; a regular fd, or a direct descriptor (an index in a ring's fixed-file table).
 //!
 //! # Invariant
 //! An op that names an fd in its SQE holds a [`SharedFd`] clone in its data. The op data
 //! lives until the kernel's final CQE (in the op future, or in the driver's ignored slot once
 //! the future is dropped), so the fd is closed only after the kernel is done with it, and its
-//! number cannot be reused for another file while the SQE still waits to be submitted. `Rc`
-//! suffices: an fd's owner and its ops stay on one core.
+//! number (or table index) cannot be reused for another file while the SQE still waits to be
+//! submitted. `Rc` suffices: an fd's owner and its ops stay on one core.
+//!
+//! # Two kinds
+//! - A **regular fd** ([`SharedFd::new`]), closed with `close(2)` when the last clone goes.
+//! - A **direct descriptor** ([`SharedFd::from_fixed`]): an index in the fixed-file table of
+//!   the ring of the core that made it (a socket accepted with `IORING_FILE_INDEX_ALLOC`).
+//!   Ops name the index (`IOSQE_FIXED_FILE`), which spares the kernel the fd-table look-up
+//!   and the file's reference count (`fget`/`fput`) per op, and the process holds no fd for
+//!   it. What needs a regular fd ([`AsFd`], [`raw`](SharedFd::raw), [`into_owned`](
+//!   SharedFd::into_owned), socket options the ring cannot set) gets one installed on demand
+//!   (`IORING_OP_FIXED_FD_INSTALL`, Linux 6.8, run synchronously: one `io_uring_enter(2)`),
+//!   kept until the last clone goes; ops keep naming the index. When the last clone is
+//!   dropped on its core, the driver pushes an `IORING_OP_CLOSE` of the index and submits
+//!   it at once (fire and forget: one `io_uring_enter(2)`, as a regular fd's `close(2)`, so
+//!   the file is closed when the drop returns, even if the task then blocks); the installed
+//!   fd, if any, is closed as usual. Dropped anywhere else (after its runtime shut down,
+//!   the table went with the ring), there is nothing to close.
+//!
+//! Ops build their SQE for either kind with [`fd_sqe!`](crate::fd_sqe), from
+//! [`SharedFd::target`].
 
+use std::cell::OnceCell;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::rc::Rc;
 
-/// A reference-counted fd, closed (once) when the last clone is dropped.
-#[derive(Debug, Clone)]
-pub struct SharedFd(Rc<OwnedFd>);
+use crate::context::{self, CoreId};
+use crate::error::context as err_context;
 
-impl SharedFd {
-    /// Takes ownership of `fd`.
-    pub fn new(fd: OwnedFd) -> SharedFd {
-        SharedFd(Rc::new(fd))
+/// What an SQE names a file by: a regular fd, or an index in the ring's fixed-file table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A regular fd (`types::Fd`).
+    Fd(RawFd),
+    /// A direct descriptor: an index in the current core's fixed-file table
+    /// (`types::Fixed`, `IOSQE_FIXED_FILE`).
+    Fixed(u32),
+}
+
+/// Builds an SQE naming a [`SharedFd`]'s file by the right kind: evaluates `$build` with
+/// `$t` bound to an `io_uring::types::Fd` for a regular fd, or to an
+/// `io_uring::types::Fixed` for a direct descriptor (see [`SharedFd::target`]). The
+/// builder must take either (`impl UseFixed`), as io_uring's fd-taking opcodes do.
+///
+/// ```
+/// use io_uring::opcode;
+/// use runtime::fd::SharedFd;
+///
+/// let (r, _w) = std::io::pipe().unwrap();
+/// let fd = SharedFd::new(r.into());
+/// let mut buf = [0u8; 8];
+/// let sqe = runtime::fd_sqe!(&fd, |t| opcode::Read::new(t, buf.as_mut_ptr(), 8).build());
+/// # drop(sqe);
+/// ```
+#[macro_export]
+macro_rules! fd_sqe {
+    ($fd:expr, |$t:ident| $build:expr) => {
+        match $crate::fd::SharedFd::target($fd) {
+            $crate::fd::Target::Fd(fd) => {
+                let $t = $crate::__io_uring::types::Fd(fd);
+                $build
+            }
+            $crate::fd::Target::Fixed(index) => {
+                let $t = $crate::__io_uring::types::Fixed(index);
+                $build
+            }
+        }
+    };
+}
+
+/// A reference-counted fd, regular or direct (see the module documentation), closed (once)
+/// when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct SharedFd(Rc<Inner>);
+
+#[derive(Debug)]
+enum Inner {
+    Real(OwnedFd),
+    Fixed(Fixed),
+}
+
+/// A direct descriptor and the regular fd installed for it, if any.
+#[derive(Debug)]
+struct Fixed {
+    index: u32,
+    /// The core whose ring's table holds the index; `None` if it was made outside a runtime
+    /// (no ring can be reached: every op on it fails with `EBADF`).
+    core: Option<CoreId>,
+    installed: OnceCell<OwnedFd>,
+}
+
+impl Fixed {
+    /// Whether this thread runs the core whose table holds the index.
+    #[inline]
+    fn on_core(&self) -> bool {
+        self.core.is_some() && context::current_core_id() == self.core
     }
 
-    /// The raw fd, for an SQE.
+    /// The installed regular fd, installing it first if there is none.
+    fn installed(&self) -> io::Result<&OwnedFd> {
+        if let Some(fd) = self.installed.get() {
+            return Ok(fd);
+        }
+        let fd = self.install()?;
+        Ok(self.installed.get_or_init(|| fd))
+    }
+
+    /// A new regular fd for the index (`IORING_OP_FIXED_FD_INSTALL`, synchronously).
+    fn install(&self) -> io::Result<OwnedFd> {
+        let what = || format!("installing a real fd for direct descriptor {}", self.index);
+        if !self.on_core() {
+            return Err(io::Error::other(format!(
+                "{}: not on the core whose ring holds it (its runtime is gone, or this is \
+                 another runtime)",
+                what()
+            )));
+        }
+        if !context::current_features().is_some_and(|f| f.fixed_fd_install) {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "{}: the kernel lacks IORING_OP_FIXED_FD_INSTALL (Linux 6.8)",
+                    what()
+                ),
+            ));
+        }
+        with_driver_freeing(|d| d.install_fixed(self.index))
+            .unwrap_or_else(|| Err(driver_busy()))
+            .map_err(|e| err_context(e, what()))
+    }
+}
+
+impl Drop for Fixed {
+    fn drop(&mut self) {
+        // The installed fd, if any, closes with its field. Every op that named the index
+        // held a clone until its final CQE, so none does now: the index can be closed.
+        if self.on_core() {
+            // `None` (the driver is borrowed: never, as op data is dropped outside its
+            // borrow) leaves the slot taken until the ring closes, never freed early.
+            let _ = context::try_with_driver(|d| d.close_fixed_now(self.index));
+        }
+        // Elsewhere the core's ring (and its table) is gone, or out of reach: nothing to
+        // close from here.
+    }
+}
+
+/// Runs `f` with the current core's driver if it can be borrowed, then drops the data of
+/// ops that finished meanwhile outside the borrow (a synchronous op reaps other CQEs).
+fn with_driver_freeing<R>(f: impl FnOnce(&mut crate::driver::Driver) -> R) -> Option<R> {
+    let (r, dead) = context::try_with_driver(|d| {
+        let r = f(d);
+        (r, d.take_dead())
+    })?;
+    drop(dead);
+    Some(r)
+}
+
+fn driver_busy() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "the core's ring is in use (called from inside the driver)",
+    )
+}
+
+impl SharedFd {
+    /// Takes ownership of the regular fd `fd`.
+    pub fn new(fd: OwnedFd) -> SharedFd {
+        SharedFd(Rc::new(Inner::Real(fd)))
+    }
+
+    /// Takes ownership of direct descriptor `index` of the current core's ring (see the
+    /// module documentation). Outside a runtime the result names no ring: every op on it
+    /// fails with `EBADF` and it cannot give a regular fd.
+    ///
+    /// # Safety
+    /// `index` is an occupied slot of the fixed-file table of the ring of the core this is
+    /// called on (the result of an accept or open into the table on this core), and
+    /// nothing else owns it: the last clone's drop closes it.
+    pub unsafe fn from_fixed(index: u32) -> SharedFd {
+        SharedFd(Rc::new(Inner::Fixed(Fixed {
+            index,
+            core: context::current_core_id(),
+            installed: OnceCell::new(),
+        })))
+    }
+
+    /// What an SQE names this file by (see [`fd_sqe!`](crate::fd_sqe)): the regular fd,
+    /// or the direct descriptor's index. A direct descriptor used on any core but its own
+    /// (its runtime shut down, and this is another) gives `Target::Fd(-1)`, so the op fails
+    /// with `EBADF` rather than reach another ring's file.
+    #[inline]
+    pub fn target(&self) -> Target {
+        match &*self.0 {
+            Inner::Real(fd) => Target::Fd(fd.as_raw_fd()),
+            Inner::Fixed(f) if f.on_core() => Target::Fixed(f.index),
+            Inner::Fixed(_) => Target::Fd(-1),
+        }
+    }
+
+    /// The direct descriptor's index; `None` for a regular fd.
+    pub fn fixed_index(&self) -> Option<u32> {
+        match &*self.0 {
+            Inner::Real(_) => None,
+            Inner::Fixed(f) => Some(f.index),
+        }
+    }
+
+    /// Whether a regular fd is there without installing one: always for a regular fd, and
+    /// for a direct descriptor once one was installed.
+    pub fn has_raw(&self) -> bool {
+        match &*self.0 {
+            Inner::Real(_) => true,
+            Inner::Fixed(f) => f.installed.get().is_some(),
+        }
+    }
+
+    /// A regular fd for the file: the fd itself, or for a direct descriptor the fd installed
+    /// for it (installed on the first call: one synchronous ring op, kept until the last
+    /// clone goes). Errors say what was asked and why it failed (not on the descriptor's
+    /// core, the kernel lacks `FIXED_FD_INSTALL`, the process is out of fds).
+    pub fn try_as_fd(&self) -> io::Result<BorrowedFd<'_>> {
+        match &*self.0 {
+            Inner::Real(fd) => Ok(fd.as_fd()),
+            Inner::Fixed(f) => f.installed().map(AsFd::as_fd),
+        }
+    }
+
+    /// The raw regular fd (see [`try_as_fd`](SharedFd::try_as_fd), which installs one for a
+    /// direct descriptor); `-1` if that fails, which any call given it answers with
+    /// `EBADF`. Ops name the file by [`target`](SharedFd::target) instead.
     pub fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.try_as_fd().map_or(-1, |fd| fd.as_raw_fd())
     }
 
     /// Whether `self` and `other` are clones of one fd.
@@ -32,29 +245,82 @@ impl SharedFd {
         Rc::ptr_eq(&self.0, &other.0)
     }
 
-    /// The fd itself when this is the last clone; otherwise `self` back (an op dropped in
-    /// flight still holds a clone until its CQE arrives).
+    /// The regular fd itself when this is the last clone; otherwise `self` back (an op
+    /// dropped in flight still holds a clone until its CQE arrives). For a direct
+    /// descriptor the fd is the installed one (installed now if need be; `self` back if
+    /// that fails), and the index is closed: the fd alone holds the file then.
     pub fn try_unwrap(self) -> Result<OwnedFd, SharedFd> {
-        Rc::try_unwrap(self.0).map_err(SharedFd)
+        match Rc::try_unwrap(self.0) {
+            Ok(Inner::Real(fd)) => Ok(fd),
+            Ok(Inner::Fixed(mut f)) => match f.installed.take().map_or_else(|| f.install(), Ok) {
+                Ok(fd) => Ok(fd),
+                Err(_) => Err(SharedFd(Rc::new(Inner::Fixed(f)))),
+            },
+            Err(rc) => Err(SharedFd(rc)),
+        }
     }
 
-    /// The fd itself when this is the last clone; otherwise a duplicate
-    /// (`F_DUPFD_CLOEXEC`) of it.
+    /// The regular fd itself when this is the last clone; otherwise a duplicate
+    /// (`F_DUPFD_CLOEXEC`) of it. For a direct descriptor, as
+    /// [`try_unwrap`](SharedFd::try_unwrap) says: the installed fd (installed now if need
+    /// be), the index closed when this was the last clone; an install that fails is an
+    /// error saying so (and, this being the last clone, the file is closed).
     pub fn into_owned(self) -> io::Result<OwnedFd> {
         match Rc::try_unwrap(self.0) {
-            Ok(fd) => Ok(fd),
-            Err(rc) => rc.try_clone(),
+            Ok(Inner::Real(fd)) => Ok(fd),
+            Ok(Inner::Fixed(mut f)) => f.installed.take().map_or_else(|| f.install(), Ok),
+            Err(rc) => SharedFd(rc).try_as_fd()?.try_clone_to_owned(),
         }
+    }
+
+    /// Sets socket option `level`/`name` (`setsockopt(2)`) to `value`, the option's bytes
+    /// (a `c_int`'s native bytes for most).
+    ///
+    /// On a direct descriptor without an installed fd this goes through the ring
+    /// (`IORING_OP_URING_CMD`, `SOCKET_URING_OP_SETSOCKOPT`, Linux 6.7, one synchronous
+    /// `io_uring_enter(2)`), installing no fd; a kernel without socket commands
+    /// (`EOPNOTSUPP`) gets an fd installed and a plain `setsockopt(2)`.
+    pub fn set_option(&self, level: i32, name: i32, value: &[u8]) -> io::Result<()> {
+        if let Inner::Fixed(f) = &*self.0 {
+            if f.installed.get().is_none() && f.on_core() {
+                match with_driver_freeing(|d| d.setsockopt_fixed(f.index, level, name, value)) {
+                    Some(Ok(())) => return Ok(()),
+                    Some(Err(e)) if e.raw_os_error() != Some(libc::EOPNOTSUPP) => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        let fd = self.try_as_fd()?;
+        let len = libc::socklen_t::try_from(value.len()).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "socket option value too long")
+        })?;
+        // SAFETY: `value` is valid for `len` bytes for the call; the fd is open (borrowed).
+        let r =
+            unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 }
 
 impl AsFd for SharedFd {
+    /// The regular fd; for a direct descriptor, the one installed for it (see
+    /// [`SharedFd::try_as_fd`]).
+    ///
+    /// # Panics
+    /// If a direct descriptor's fd cannot be installed (out of fds, not on its core, a
+    /// kernel before 6.8): use [`SharedFd::try_as_fd`] for that error instead.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
+        match self.try_as_fd() {
+            Ok(fd) => fd,
+            Err(e) => panic!("SharedFd::as_fd: {e}"),
+        }
     }
 }
 
 impl AsRawFd for SharedFd {
+    /// See [`SharedFd::raw`]: `-1` if a direct descriptor's fd cannot be installed.
     fn as_raw_fd(&self) -> RawFd {
         self.raw()
     }

@@ -58,12 +58,16 @@ pub mod sync;
 pub mod time;
 
 pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
+
 pub use driver::{Features, RingFlags};
 pub use executor::{
     core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
     yield_now, JoinError, JoinHandle,
 };
 pub use handle::{Handle, TryCurrentError};
+/// The io-uring crate, for [`fd_sqe!`]'s expansion.
+#[doc(hidden)]
+pub use io_uring as __io_uring;
 pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;

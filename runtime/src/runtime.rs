@@ -53,6 +53,8 @@ pub struct Builder {
     /// The features asked for (`driver::features::bit`s).
     features: u16,
     recv_buffers: (u16, u32),
+    /// See [`Builder::fixed_files`].
+    fixed_files: Option<u32>,
     /// A name in `RUNTIME_DISABLE` that is no feature: `build` reports it.
     bad_disable: Option<String>,
 }
@@ -120,6 +122,7 @@ impl Builder {
                 let d = RingConfig::all(1, 1);
                 (d.recv_ring_entries, d.recv_ring_buf_len)
             },
+            fixed_files: None,
             bad_disable: None,
         }
     }
@@ -170,10 +173,28 @@ impl Builder {
     }
 
     /// Register a sparse fixed-file table on each ring for direct descriptors (Linux 5.19;
-    /// default on), sized to the process's `RLIMIT_NOFILE` soft limit, at most 65536. See
+    /// default on), sized to the process's `RLIMIT_NOFILE` soft limit, at most 65536 (or
+    /// [`fixed_files`](Builder::fixed_files)). With `FIXED_FD_INSTALL` too (Linux 6.8),
+    /// `net` accepts TCP connections into it: ops name the table index instead of an fd, and
+    /// a regular fd is made only when asked for. Off, every socket is a regular fd. See
     /// [`Features::direct_descriptors`].
     pub fn direct_descriptors(self, on: bool) -> Builder {
         self.feature(bit::DIRECT_DESCRIPTORS, on)
+    }
+
+    /// The number of slots of each ring's direct-descriptor table (default: the process's
+    /// `RLIMIT_NOFILE` soft limit at setup, at most 65536), which bounds the connections a
+    /// core holds as direct descriptors at once. A full table is survived: an accept that
+    /// finds no free slot fails with `ENFILE` (the kernel closes that connection), which
+    /// `incoming()` yields and then backs off, as for `EMFILE`.
+    ///
+    /// [`Builder::build`] fails with `InvalidInput`, naming the values, if `n` is 0 or more
+    /// than the `RLIMIT_NOFILE` soft limit (the kernel refuses a larger table). Has no effect
+    /// with [`direct_descriptors`](Builder::direct_descriptors) off. See
+    /// [`Features::fixed_files`].
+    pub fn fixed_files(mut self, n: u32) -> Builder {
+        self.fixed_files = Some(n);
+        self
     }
 
     /// The per-core provided-buffer ring of the read path: `entries` buffers (a power of
@@ -295,11 +316,24 @@ impl Builder {
                 ),
             ));
         }
+        if let Some(n) = self.fixed_files {
+            let limit = crate::driver::features::nofile_soft_limit();
+            if n == 0 || u64::from(n) > limit {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "Builder::fixed_files({n}): the direct-descriptor table needs 1 to \
+                         the process's RLIMIT_NOFILE soft limit ({limit}) slots, got {n}"
+                    ),
+                ));
+            }
+        }
         Ok(RingConfig {
             flags: f,
             asked: self.features,
             recv_ring_entries: entries,
             recv_ring_buf_len: len,
+            fixed_files: self.fixed_files,
         })
     }
 
@@ -353,8 +387,10 @@ impl Builder {
     ///
     /// Fails if a runtime already lives on this thread, if the kernel has no usable
     /// io_uring (the error says why: kernel too old, `kernel.io_uring_disabled`, seccomp),
-    /// if the entries or [`recv_buffers`](Builder::recv_buffers) are out of range, or if a core cannot be pinned to its CPU (see
-    /// [`Builder::cpus`]). A failed build leaves the calling thread's CPU affinity as it was.
+    /// if the entries, [`recv_buffers`](Builder::recv_buffers) or
+    /// [`fixed_files`](Builder::fixed_files) are out of range, or if a core cannot be pinned
+    /// to its CPU (see [`Builder::cpus`]). A failed build leaves the calling thread's CPU
+    /// affinity as it was.
     pub fn build(&self) -> io::Result<Runtime> {
         if ALIVE.with(Cell::get) {
             return Err(io::Error::new(

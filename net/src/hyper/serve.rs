@@ -165,7 +165,7 @@ impl Builder {
     }
 
     /// The listen options (backlog, `IPV6_V6ONLY`, ...) of every core's listener;
-    /// `SO_REUSEPORT` is always set.
+    /// `SO_REUSEPORT` and `TCP_NODELAY` (inherited by every connection) are always set.
     pub fn listen_options(mut self, options: ListenOptions) -> Builder {
         self.listen = options;
         self
@@ -218,7 +218,9 @@ impl Builder {
         let cores = runtime::core_count()
             .ok_or_else(|| io::Error::other("net::hyper::serve called outside of a runtime"))?;
         let mut addr = crate::serve::first_addr(&addr)?;
-        let options = self.listen.clone().reuse_port(true);
+        // TCP_NODELAY on the listener: every connection inherits it, with no per-connection
+        // setsockopt (a ring round trip on a direct descriptor).
+        let options = self.listen.clone().reuse_port(true).nodelay(true);
         let mut listeners = Vec::with_capacity(cores);
         for _ in 0..cores {
             let listener = TcpListener::bind_with(addr, &options)?;
@@ -460,7 +462,7 @@ async fn serve_conn<S, B>(
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
-    let _ = stream.set_nodelay(true);
+    // TCP_NODELAY is inherited from the listener (see `serve_with`).
     let service = TowerToHyperService::new(service);
     #[cfg(feature = "tls")]
     if let Some(tls) = tls {

@@ -26,16 +26,26 @@ pub(crate) async fn read_chunk(
     std::future::poll_fn(|cx| read.poll_chunk(fd, cx)).await
 }
 
-/// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field.
+/// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field. On a direct descriptor both
+/// install a regular fd on first use (see [`SharedFd::try_as_fd`](crate::fd::SharedFd)).
 macro_rules! impl_as_fd {
     ($($ty:ty),* $(,)?) => {$(
         impl std::os::fd::AsRawFd for $ty {
+            /// The socket's fd. On a direct descriptor, the regular fd installed for it
+            /// (installed on first use); `-1` if that fails (any call given it fails with
+            /// `EBADF`).
             fn as_raw_fd(&self) -> std::os::fd::RawFd {
                 self.fd.raw()
             }
         }
 
         impl std::os::fd::AsFd for $ty {
+            /// The socket's fd, borrowed. On a direct descriptor, the regular fd installed
+            /// for it (installed on first use).
+            ///
+            /// # Panics
+            /// If a direct descriptor's fd cannot be installed (out of fds): `try_as_fd`
+            /// gives that error instead.
             fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
                 std::os::fd::AsFd::as_fd(&self.fd)
             }

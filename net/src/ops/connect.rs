@@ -6,7 +6,7 @@
 use std::io;
 use std::net::SocketAddr;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::driver::{Completable, Cqe, Op};
 
 use crate::addr::SockAddrBuf;
@@ -33,7 +33,8 @@ pub(crate) fn connect(fd: &SharedFd, addr: SocketAddr) -> Op<Connect> {
 
 /// Connects `fd` to `addr`, of any family.
 pub(crate) fn connect_to(fd: &SharedFd, addr: Box<SockAddrBuf>) -> Op<Connect> {
-    let sqe = opcode::Connect::new(types::Fd(fd.raw()), addr.as_ptr(), addr.len()).build();
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::Connect::new(t, addr.as_ptr(), addr.len())
+        .build());
     let data = Connect {
         _fd: fd.clone(),
         _addr: addr,

@@ -9,7 +9,7 @@
 //! - 5.5: `ACCEPT`, `CONNECT`
 //! - 5.6: `SEND`, `RECV`
 //! - 5.11: `SHUTDOWN`
-//! - 5.19: multishot `ACCEPT`
+//! - 5.19: multishot `ACCEPT`; accepts into the fixed-file table (direct descriptors)
 //! - 6.0: multishot `RECV` with a provided-buffer ring
 //!
 //! - 6.0: `SEND_ZC`
@@ -32,7 +32,7 @@ mod send_zc;
 mod sendmsg;
 mod shutdown;
 
-pub(crate) use accept::{accept, accept_multi, AcceptMulti};
+pub(crate) use accept::{accept, accept_direct, accept_multi, AcceptMulti};
 pub(crate) use connect::{connect, connect_to};
 pub(crate) use recv::{recv, Recv};
 pub(crate) use recv_multi::{recv_multi, recv_multi_limited, RecvMulti};

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::buf::IoBufMut;
 use runtime::driver::{Completable, Cqe, Op};
 
@@ -35,7 +35,8 @@ impl<B: IoBufMut> Completable for Recv<B> {
 /// Receives from `fd` into `buf`, up to its total length.
 pub(crate) fn recv<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> Op<Recv<B>> {
     let len = buf.bytes_total().min(MAX_LEN as usize) as u32;
-    let sqe = opcode::Recv::new(types::Fd(fd.raw()), buf.stable_mut_ptr(), len).build();
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::Recv::new(t, buf.stable_mut_ptr(), len)
+        .build());
     let data = Recv {
         _fd: fd.clone(),
         buf,

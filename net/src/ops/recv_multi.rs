@@ -5,7 +5,7 @@
 //! at end of stream, on an error, and with `ENOBUFS` when the ring is empty; the caller
 //! re-arms. Buffers of CQEs nobody sees (after a drop) go back to the ring ([`Release`]).
 
-use io_uring::{opcode, squeue, types};
+use io_uring::{opcode, squeue};
 use runtime::buf::BufRing;
 use runtime::driver::{Cqe, MultiOp, Release};
 
@@ -44,7 +44,7 @@ pub(crate) fn recv_multi_limited(
     limit: u32,
     bundle: bool,
 ) -> MultiOp<RecvMulti> {
-    let sqe = opcode::RecvMulti::new(types::Fd(fd.raw()), ring.bgid()).build();
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build());
     let sqe = if limit == 0 && !bundle {
         sqe
     } else {

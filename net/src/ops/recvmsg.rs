@@ -12,7 +12,7 @@
 use std::io;
 use std::marker::PhantomData;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::buf::IoBufMut;
 use runtime::driver::{Completable, Cqe, Op};
 
@@ -55,7 +55,7 @@ pub(crate) fn recv_msg<B: IoBufMut, A: FromSockAddr>(
         buf.bytes_total(),
         *SockAddrBuf::empty(),
     );
-    let sqe = opcode::RecvMsg::new(types::Fd(fd.raw()), msg.as_mut_ptr()).build();
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::RecvMsg::new(t, msg.as_mut_ptr()).build());
     let data = RecvMsg {
         _fd: fd.clone(),
         buf,

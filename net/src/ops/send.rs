@@ -5,7 +5,7 @@
 
 use std::io;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::buf::IoBuf;
 use runtime::driver::{Completable, Cqe, Op};
 
@@ -29,9 +29,9 @@ impl<B: IoBuf> Completable for Send<B> {
 /// Sends `buf`'s initialised bytes on `fd`.
 pub(crate) fn send<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
     let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
-    let sqe = opcode::Send::new(types::Fd(fd.raw()), buf.stable_ptr(), len)
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::Send::new(t, buf.stable_ptr(), len)
         .flags(libc::MSG_NOSIGNAL)
-        .build();
+        .build());
     let data = Send {
         _fd: fd.clone(),
         buf,

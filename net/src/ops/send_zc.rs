@@ -9,7 +9,7 @@
 use std::future::poll_fn;
 use std::io;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::buf::IoBuf;
 use runtime::driver::MultiOp;
 
@@ -26,9 +26,9 @@ pub(crate) struct SendZc<B> {
 /// once the kernel's notification says it is free.
 pub(crate) async fn send_zc<B: IoBuf>(fd: &SharedFd, buf: B) -> (io::Result<usize>, B) {
     let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
-    let sqe = opcode::SendZc::new(types::Fd(fd.raw()), buf.stable_ptr(), len)
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendZc::new(t, buf.stable_ptr(), len)
         .flags(libc::MSG_NOSIGNAL)
-        .build();
+        .build());
     let data = SendZc {
         _fd: fd.clone(),
         buf,

@@ -13,7 +13,7 @@
 use std::io;
 use std::mem;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::buf::IoBuf;
 use runtime::driver::{Completable, Cqe, Op};
 
@@ -40,9 +40,9 @@ impl<B: IoBuf> Completable for SendMsg<B> {
 pub(crate) fn send_msg<B: IoBuf>(fd: &SharedFd, buf: B, addr: SockAddrBuf) -> Op<SendMsg<B>> {
     // The kernel only reads through the iovec of a send; the pointer is `*mut` by type only.
     let msg = MsgHdr::new(buf.stable_ptr().cast_mut(), buf.bytes_init(), addr);
-    let sqe = opcode::SendMsg::new(types::Fd(fd.raw()), msg.as_ptr())
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendMsg::new(t, msg.as_ptr())
         .flags(libc::MSG_NOSIGNAL as u32)
-        .build();
+        .build());
     let data = SendMsg {
         _fd: fd.clone(),
         buf,
@@ -86,9 +86,9 @@ pub(crate) fn send_msg_vectored<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> Op<Sen
     let mut hdr: Box<libc::msghdr> = Box::new(unsafe { mem::zeroed() });
     hdr.msg_iov = iovecs.as_ptr().cast_mut();
     hdr.msg_iovlen = iovecs.len();
-    let sqe = opcode::SendMsg::new(types::Fd(fd.raw()), &*hdr)
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendMsg::new(t, &*hdr)
         .flags(libc::MSG_NOSIGNAL as u32)
-        .build();
+        .build());
     let data = SendMsgVectored {
         _fd: fd.clone(),
         bufs,

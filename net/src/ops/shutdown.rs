@@ -3,7 +3,7 @@
 use std::io;
 use std::net::Shutdown as How;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 use runtime::driver::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
@@ -28,7 +28,7 @@ pub(crate) fn shutdown(fd: &SharedFd, how: How) -> Op<Shutdown> {
         How::Write => libc::SHUT_WR,
         How::Both => libc::SHUT_RDWR,
     };
-    let sqe = opcode::Shutdown::new(types::Fd(fd.raw()), how).build();
+    let sqe = runtime::fd_sqe!(fd, |t| opcode::Shutdown::new(t, how).build());
     // SAFETY: a SHUTDOWN points at no memory.
     unsafe { Op::new(Shutdown { _fd: fd.clone() }, sqe) }
 }

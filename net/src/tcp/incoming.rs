@@ -19,10 +19,19 @@ use crate::tcp::TcpStream;
 /// A stream of connections accepted by one multishot accept; made by
 /// [`TcpListener::incoming`](crate::TcpListener::incoming).
 ///
+/// Connections are accepted as direct descriptors where the core can (the default on Linux
+/// 6.8 and newer; see [`TcpStream`]'s documentation): into the ring's fixed-file table,
+/// holding no fd of the process until one is asked for. With
+/// [`Builder::direct_descriptors(false)`](runtime::Builder::direct_descriptors), or on an
+/// older kernel, they are regular fds.
+///
 /// It never ends while the listener can accept. Errors: `EMFILE`, `ENFILE`, `ENOBUFS` and
 /// `ENOMEM` are yielded and the stream goes on after a 10 ms back-off; `EBADF`, `EINVAL`,
 /// `ENOTSOCK`, `EOPNOTSUPP` and `ECANCELED` are yielded and end it; others are yielded and
-/// it goes on. Dropping it cancels the accept; connections accepted meanwhile are closed.
+/// it goes on. `ENFILE` is also a full fixed-file table (see
+/// [`Builder::fixed_files`](runtime::Builder::fixed_files)): the kernel closes that
+/// connection, whose peer sees a reset; the next ones are accepted once slots are free
+/// again. Dropping it cancels the accept; connections accepted meanwhile are closed.
 /// Peers' addresses are not given (the multishot accept has none); use
 /// [`TcpListener::incoming_with_addr`](crate::TcpListener::incoming_with_addr) for
 /// `(TcpStream, SocketAddr)` items, or [`TcpStream::peer_addr`] on the ones wanted.
@@ -33,9 +42,10 @@ pub struct Incoming {
 }
 
 impl Incoming {
-    pub(crate) fn new(listener: SharedFd) -> Incoming {
+    /// Accepts on `listener`; into the fixed-file table with `direct`, where the core can.
+    pub(crate) fn new(listener: SharedFd, direct: bool) -> Incoming {
         Incoming {
-            inner: AcceptStream::new(listener),
+            inner: AcceptStream::new(listener, direct),
         }
     }
 }
@@ -45,7 +55,7 @@ impl Stream for Incoming {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let next = self.get_mut().inner.poll_next_fd(cx);
-        next.map(|item| item.map(|res| res.map(TcpStream::from_fd)))
+        next.map(|item| item.map(|res| res.map(TcpStream::from_shared)))
     }
 }
 
@@ -60,7 +70,9 @@ impl FusedStream for Incoming {
 ///
 /// An [`Incoming`] (one multishot accept, the same errors and back-off) that asks each
 /// accepted socket for its peer with `getpeername(2)`: one plain system call per connection,
-/// which never blocks (the multishot accept cannot return addresses). A connection whose
+/// which never blocks (the multishot accept cannot return addresses). That call needs a
+/// regular fd, so these connections are accepted as regular fds, never as direct
+/// descriptors. A connection whose
 /// peer is already gone when asked (`ENOTCONN`) is closed and its error yielded, with
 /// context; the stream goes on.
 #[must_use = "streams do nothing unless polled"]

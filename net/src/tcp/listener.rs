@@ -20,6 +20,7 @@ pub struct ListenOptions {
     reuse_address: bool,
     reuse_port: bool,
     only_v6: Option<bool>,
+    nodelay: bool,
 }
 
 impl Default for ListenOptions {
@@ -30,13 +31,14 @@ impl Default for ListenOptions {
 
 impl ListenOptions {
     /// The defaults: backlog 1024, `SO_REUSEADDR` on, `SO_REUSEPORT` off, `IPV6_V6ONLY` as
-    /// the system sets it.
+    /// the system sets it, `TCP_NODELAY` off.
     pub fn new() -> ListenOptions {
         ListenOptions {
             backlog: 1024,
             reuse_address: true,
             reuse_port: false,
             only_v6: None,
+            nodelay: false,
         }
     }
 
@@ -66,6 +68,14 @@ impl ListenOptions {
         self
     }
 
+    /// Sets `TCP_NODELAY` on the listener, which every connection it accepts inherits on
+    /// Linux: no per-connection [`TcpStream::set_nodelay`] (nor, on a direct descriptor,
+    /// its ring round trip) is needed.
+    pub fn nodelay(mut self, on: bool) -> ListenOptions {
+        self.nodelay = on;
+        self
+    }
+
     fn listen(&self, addr: SocketAddr) -> io::Result<OwnedFd> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         socket.set_reuse_address(self.reuse_address)?;
@@ -74,6 +84,9 @@ impl ListenOptions {
         }
         if let (Some(only), true) = (self.only_v6, addr.is_ipv6()) {
             socket.set_only_v6(only)?;
+        }
+        if self.nodelay {
+            socket.set_tcp_nodelay(true)?;
         }
         socket.bind(&addr.into())?;
         socket.listen(self.backlog)?;
@@ -122,9 +135,17 @@ impl TcpListener {
 
     /// Accepts one connection (one `IORING_OP_ACCEPT`), with the peer's address.
     ///
+    /// As with [`incoming`](TcpListener::incoming), the connection is a direct descriptor
+    /// where the core can (see [`TcpStream`]), else a regular fd; a full fixed-file table
+    /// is `ENFILE`.
+    ///
     /// Dropping the future before it completes cancels the accept; a connection the kernel
     /// accepted anyway is closed, not leaked.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        if crate::accept_stream::direct_available() {
+            let (fd, peer) = ops::accept_direct(&self.fd).await?;
+            return Ok((TcpStream::from_shared(fd), peer));
+        }
         let (fd, peer) = ops::accept(&self.fd).await?;
         Ok((TcpStream::from_fd(fd), peer))
     }
@@ -133,14 +154,14 @@ impl TcpListener {
     ///
     /// It holds the listening socket open while it lives. See [`Incoming`].
     pub fn incoming(&self) -> Incoming {
-        Incoming::new(self.fd.clone())
+        Incoming::new(self.fd.clone(), true)
     }
 
     /// Like [`incoming`](TcpListener::incoming), with each peer's address: items are
     /// `(TcpStream, SocketAddr)`, as tokio's `accept()` gives. Costs one `getpeername(2)`
     /// per connection; see [`IncomingWithAddr`].
     pub fn incoming_with_addr(&self) -> IncomingWithAddr {
-        IncomingWithAddr::new(self.incoming())
+        IncomingWithAddr::new(Incoming::new(self.fd.clone(), false))
     }
 
     /// The address the listener is bound to (with the port the kernel picked for port 0).

@@ -11,12 +11,11 @@ use std::io;
 use std::net::{Shutdown, SocketAddr};
 
 use runtime::buf::{IoBuf, IoBufMut};
-use socket2::SockRef;
 
 use crate::fd::SharedFd;
 use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
-use crate::tcp::{inet_addr, TcpStream};
+use crate::tcp::{local_addr_of, peer_addr_of, TcpStream};
 
 /// The read half of a [`TcpStream`], from [`TcpStream::into_split`].
 #[derive(Debug)]
@@ -80,12 +79,12 @@ impl OwnedReadHalf {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).peer_addr())
+        peer_addr_of(&self.fd)
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).local_addr())
+        local_addr_of(&self.fd)
     }
 
     /// Puts the halves back together, if they came from one stream.
@@ -148,12 +147,12 @@ impl OwnedWriteHalf {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).peer_addr())
+        peer_addr_of(&self.fd)
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).local_addr())
+        local_addr_of(&self.fd)
     }
 }
 
@@ -183,12 +182,12 @@ impl<'a> ReadHalf<'a> {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(self.fd).peer_addr())
+        peer_addr_of(self.fd)
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(self.fd).local_addr())
+        local_addr_of(self.fd)
     }
 }
 
@@ -199,12 +198,12 @@ impl<'a> WriteHalf<'a> {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(self.fd).peer_addr())
+        peer_addr_of(self.fd)
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(self.fd).local_addr())
+        local_addr_of(self.fd)
     }
 }
 

@@ -1,5 +1,5 @@
 //! `TcpStream`: a connected TCP socket; `connect(2)`, `recv(2)`, `send(2)` and `shutdown(2)`
-//! through the ring, socket options through `socket2`.
+//! through the ring, socket options through the ring or `socket2`.
 //!
 //! Two interfaces share the socket: owned-buffer methods (`read`, `write`, ...: one op per
 //! call, the buffer given back) and `futures::io` traits (an internal buffer per direction;
@@ -8,11 +8,11 @@
 
 use std::io;
 use std::net::{Shutdown, SocketAddr};
-use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use runtime::buf::{BufRing, IoBuf, IoBufMut};
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::context;
 use crate::fd::SharedFd;
@@ -20,7 +20,9 @@ use crate::io::{self as sio, ReadState, WriteState};
 use crate::ops;
 use crate::recv_stream::RecvStream;
 use crate::resolve::{no_addresses, resolve, ToSocketAddrs};
-use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::tcp::{
+    local_addr_of, peer_addr_of, with_sock, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf,
+};
 
 /// A connected TCP socket.
 ///
@@ -34,6 +36,29 @@ use crate::tcp::{inet_addr, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
 /// a `&mut TcpStream` (a function parameter, or `let s = &mut stream; s.read(&mut buf)`)
 /// or through the borrowed halves of [`split`]: see "Two ways to do I/O" in the [crate]
 /// documentation.
+///
+/// # Direct descriptors
+///
+/// A stream accepted by [`TcpListener::incoming`](crate::TcpListener::incoming) or
+/// [`accept`](crate::TcpListener::accept) is, where the core can (Linux 6.8 and newer,
+/// [`Features::direct_descriptors`](runtime::Features::direct_descriptors) and
+/// [`fixed_fd_install`](runtime::Features::fixed_fd_install)), a *direct descriptor*: an
+/// index in its core's ring's fixed-file table, which every op names, so the kernel skips
+/// the fd-table look-up and reference count of the socket per op, and the process holds no
+/// fd for it. [`is_direct`](TcpStream::is_direct) says which. Everything works the same;
+/// what needs a regular fd gets one installed on demand (`IORING_OP_FIXED_FD_INSTALL`: one
+/// synchronous `io_uring_enter(2)` on first use, the fd then kept until the stream closes):
+/// [`AsRawFd`](std::os::fd::AsRawFd), [`AsFd`](std::os::fd::AsFd) (so `socket2::SockRef`),
+/// [`try_as_fd`](TcpStream::try_as_fd), [`into_std`](TcpStream::into_std),
+/// [`peer_addr`](TcpStream::peer_addr), [`local_addr`](TcpStream::local_addr) and the
+/// option getters. The option setters ([`set_nodelay`](TcpStream::set_nodelay),
+/// [`set_keepalive`](TcpStream::set_keepalive), [`set_linger`](TcpStream::set_linger))
+/// go through the ring instead (`SOCKET_URING_OP_SETSOCKOPT`, one synchronous enter, no fd);
+/// for `TCP_NODELAY` on every connection, [`ListenOptions::nodelay`](
+/// crate::ListenOptions::nodelay) costs nothing per connection. Closing queues an
+/// `IORING_OP_CLOSE` of the index on the ring. Streams made by
+/// [`connect`](TcpStream::connect), [`from_std`](TcpStream::from_std) and
+/// [`incoming_with_addr`](crate::TcpListener::incoming_with_addr) are regular fds.
 ///
 /// [`into_split`]: TcpStream::into_split
 /// [`split`]: TcpStream::split
@@ -51,6 +76,10 @@ impl TcpStream {
             ReadState::default(),
             WriteState::default(),
         )
+    }
+
+    pub(crate) fn from_shared(fd: SharedFd) -> TcpStream {
+        TcpStream::from_parts(fd, ReadState::default(), WriteState::default())
     }
 
     pub(crate) fn from_parts(fd: SharedFd, read: ReadState, write: WriteState) -> TcpStream {
@@ -225,39 +254,72 @@ impl TcpStream {
         )
     }
 
-    /// The remote address.
+    /// Whether the stream is a direct descriptor (see [Direct descriptors](
+    /// TcpStream#direct-descriptors)) rather than a regular fd.
+    pub fn is_direct(&self) -> bool {
+        self.fd.fixed_index().is_some()
+    }
+
+    /// The socket's regular fd, borrowed; on a direct descriptor, the one installed for it
+    /// (installed by the first call). Unlike [`AsFd::as_fd`](std::os::fd::AsFd::as_fd),
+    /// which panics, an install that fails (out of fds) is an error.
+    pub fn try_as_fd(&self) -> io::Result<BorrowedFd<'_>> {
+        self.fd.try_as_fd()
+    }
+
+    /// The remote address. On a direct descriptor, installs a regular fd on first use (see
+    /// [Direct descriptors](TcpStream#direct-descriptors)).
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).peer_addr())
+        peer_addr_of(&self.fd)
     }
 
-    /// The local address.
+    /// The local address. On a direct descriptor, installs a regular fd on first use.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        inet_addr(SockRef::from(&self.fd).local_addr())
+        local_addr_of(&self.fd)
     }
 
-    /// Sets `TCP_NODELAY`: send small segments at once instead of coalescing (Nagle).
+    /// Sets `TCP_NODELAY`: send small segments at once instead of coalescing (Nagle). On a
+    /// direct descriptor, through the ring, without installing an fd. To set it on every
+    /// accepted connection, [`ListenOptions::nodelay`](crate::ListenOptions::nodelay) sets
+    /// it once on the listener instead.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        SockRef::from(&self.fd).set_tcp_nodelay(on)
+        set_int(&self.fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, on.into())
     }
 
-    /// Whether `TCP_NODELAY` is set.
+    /// Whether `TCP_NODELAY` is set. On a direct descriptor, installs a regular fd on first
+    /// use.
     pub fn nodelay(&self) -> io::Result<bool> {
-        SockRef::from(&self.fd).tcp_nodelay()
+        with_sock(&self.fd, "nodelay", |s| s.tcp_nodelay())
     }
 
-    /// Sets `SO_KEEPALIVE`: probe an idle connection (at the system's intervals).
+    /// Sets `SO_KEEPALIVE`: probe an idle connection (at the system's intervals). On a
+    /// direct descriptor, through the ring, without installing an fd.
     pub fn set_keepalive(&self, on: bool) -> io::Result<()> {
-        SockRef::from(&self.fd).set_keepalive(on)
+        set_int(&self.fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, on.into())
     }
 
-    /// Whether `SO_KEEPALIVE` is set.
+    /// Whether `SO_KEEPALIVE` is set. On a direct descriptor, installs a regular fd on
+    /// first use.
     pub fn keepalive(&self) -> io::Result<bool> {
-        SockRef::from(&self.fd).keepalive()
+        with_sock(&self.fd, "keepalive", |s| s.keepalive())
     }
 
-    /// Sets `SO_LINGER`; `Some(Duration::ZERO)` makes close reset the connection.
+    /// Sets `SO_LINGER` (whole seconds); `Some(Duration::ZERO)` makes close reset the
+    /// connection. On a direct descriptor, through the ring, without installing an fd.
     pub fn set_linger(&self, linger: Option<Duration>) -> io::Result<()> {
-        SockRef::from(&self.fd).set_linger(linger)
+        // `struct linger`: two `int`s, `l_onoff` then `l_linger`.
+        let secs = linger.map_or(0, |d| {
+            d.as_secs().min(libc::c_int::MAX as u64) as libc::c_int
+        });
+        let onoff = libc::c_int::from(linger.is_some());
+        let mut value = [0u8; 2 * std::mem::size_of::<libc::c_int>()];
+        let (a, b) = value.split_at_mut(std::mem::size_of::<libc::c_int>());
+        a.copy_from_slice(&onoff.to_ne_bytes());
+        b.copy_from_slice(&secs.to_ne_bytes());
+        const _: () =
+            assert!(std::mem::size_of::<libc::linger>() == 2 * std::mem::size_of::<libc::c_int>());
+        self.fd
+            .set_option(libc::SOL_SOCKET, libc::SO_LINGER, &value)
     }
 
     /// Wraps a connected std stream; it is set to blocking mode, which the ring expects.
@@ -268,22 +330,32 @@ impl TcpStream {
 
     /// The std stream (in blocking mode). Ops in flight are cancelled and bytes buffered for
     /// `AsyncRead` are lost; if a dropped op is still in the kernel, this is a duplicate of
-    /// the fd (`F_DUPFD_CLOEXEC`), which can fail.
+    /// the fd (`F_DUPFD_CLOEXEC`), which can fail. A direct descriptor gets a regular fd
+    /// installed (if it has none yet) and its table slot closed: the std stream alone holds
+    /// the socket then. If that install fails, the error says so and the socket is closed.
     pub fn into_std(self) -> io::Result<std::net::TcpStream> {
         let TcpStream { fd, read, write } = self;
         drop((read, write));
-        Ok(fd.into_owned()?.into())
+        Ok(fd.into_owned().map_err(|e| context(e, "into_std"))?.into())
     }
+}
+
+/// Sets the `c_int` socket option `level`/`name` of `fd` to `value` (through the ring on a
+/// direct descriptor: see [`SharedFd::set_option`](runtime::fd::SharedFd::set_option)).
+fn set_int(fd: &SharedFd, level: i32, name: i32, value: libc::c_int) -> io::Result<()> {
+    fd.set_option(level, name, &value.to_ne_bytes())
 }
 
 crate::io::impl_as_fd!(TcpStream);
 
 impl IntoRawFd for TcpStream {
-    /// The fd, now the caller's to close.
+    /// The fd, now the caller's to close (on a direct descriptor, one installed for it; see
+    /// [`into_std`](TcpStream::into_std)).
     ///
     /// # Panics
-    /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
-    /// [`into_std`](TcpStream::into_std) to get that error instead.
+    /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`), or a direct
+    /// descriptor's fd cannot be installed; use [`into_std`](TcpStream::into_std) to get
+    /// that error instead.
     fn into_raw_fd(self) -> RawFd {
         match self.into_std() {
             Ok(s) => s.into_raw_fd(),

@@ -14,6 +14,7 @@ use socket2::{Domain, Socket, Type};
 use crate::accept_stream::AcceptStream;
 use crate::error::context;
 use crate::fd::SharedFd;
+use crate::io::{ReadState, WriteState};
 use crate::ops;
 use crate::unix::{impl_as_fd, SocketAddr, UnixStream};
 
@@ -66,7 +67,9 @@ impl UnixListener {
     /// It holds the listening socket open while it lives. See [`Incoming`].
     pub fn incoming(&self) -> Incoming {
         Incoming {
-            inner: AcceptStream::new(self.fd.clone()),
+            // Unix streams keep regular fds (`SCM_RIGHTS`, peer credentials and the like
+            // want them).
+            inner: AcceptStream::new(self.fd.clone(), false),
         }
     }
 
@@ -125,7 +128,13 @@ impl Stream for Incoming {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let next = self.get_mut().inner.poll_next_fd(cx);
-        next.map(|item| item.map(|res| res.map(UnixStream::from_fd)))
+        next.map(|item| {
+            item.map(|res| {
+                res.map(|fd| {
+                    UnixStream::from_parts(fd, ReadState::default(), WriteState::default())
+                })
+            })
+        })
     }
 }
 

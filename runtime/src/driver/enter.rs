@@ -16,7 +16,9 @@ use std::task::Waker;
 use std::time::Duration;
 
 use super::sq::{IORING_SQ_CQ_OVERFLOW, IORING_SQ_TASKRUN};
-use super::{Driver, BATCH_WAIT_US, IORING_ENTER_GETEVENTS};
+use io_uring::squeue;
+
+use super::{Driver, BATCH_WAIT_US, IORING_ENTER_GETEVENTS, SYNC_TOKEN};
 
 /// `io_uring_enter(2)`'s flag: the last argument is a `struct io_uring_getevents_arg`.
 const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
@@ -296,6 +298,36 @@ impl Driver {
                 let call = format!("wait for {wait_nr} CQEs, timeout {timeout:?}");
                 self.enter_failed(&call, &e, why);
             }
+        }
+    }
+
+    /// Runs one op synchronously: pushes `sqe`, then submits and waits until its CQE is
+    /// reaped, reaping every other CQE into its slot meanwhile (their tasks are woken as
+    /// usual and run once the caller's task yields). Returns the raw result. For quick ops
+    /// the kernel completes inline at submission (installing a direct descriptor, a socket
+    /// option): the caller blocks its core for one `io_uring_enter(2)`.
+    ///
+    /// Never returns before the CQE is reaped, so `sqe` may point at memory the caller
+    /// keeps alive only for the call. `Fatal` enter errors panic, as in the loop.
+    ///
+    /// # Safety
+    /// Every pointer in `sqe` is valid for the kernel's use until this call returns.
+    pub(crate) unsafe fn run_sync(&mut self, sqe: squeue::Entry) -> i32 {
+        debug_assert!(self.sync_result.is_none());
+        self.sync_result = None;
+        self.push(sqe.user_data(SYNC_TOKEN));
+        loop {
+            if let Some(res) = self.sync_result.take() {
+                return res;
+            }
+            self.counters.enters += 1;
+            let to_submit = self.sq.len();
+            if let Err(e) = self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None) {
+                if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
+                    self.enter_failed(&format!("synchronous op, submitting {to_submit}"), &e, why);
+                }
+            }
+            self.reap(Waker::wake);
         }
     }
 

@@ -56,6 +56,9 @@ pub(crate) struct RingConfig {
     pub(crate) recv_ring_entries: u16,
     /// See [`Features::recv_ring_buf_len`].
     pub(crate) recv_ring_buf_len: u32,
+    /// Slots of the direct-descriptor table; `None`: the default (see
+    /// [`Features::fixed_files`]).
+    pub(crate) fixed_files: Option<u32>,
 }
 
 impl RingConfig {
@@ -66,6 +69,7 @@ impl RingConfig {
             asked: bit::ALL,
             recv_ring_entries: DEFAULT_RECV_RING_ENTRIES,
             recv_ring_buf_len: DEFAULT_RECV_RING_BUF_LEN,
+            fixed_files: None,
         }
     }
 
@@ -114,9 +118,11 @@ pub struct Features {
     /// Builder switch: [`Builder::recv_bundle`](crate::Builder::recv_bundle).
     pub recv_bundle: bool,
     /// A sparse fixed-file table (`IORING_REGISTER_FILES2` with
-    /// `IORING_RSRC_REGISTER_SPARSE`, Linux 5.19) is registered at setup, sized to the
-    /// process's `RLIMIT_NOFILE` soft limit capped at 65536, for direct descriptors
-    /// (accepts and opens into it). Builder switch:
+    /// `IORING_RSRC_REGISTER_SPARSE`, Linux 5.19) is registered at setup, of
+    /// [`fixed_files`](Features::fixed_files) slots, for direct descriptors: sockets
+    /// accepted into it are named by their index in every op (no per-op fd lookup), when
+    /// [`fixed_fd_install`](Features::fixed_fd_install) is granted too (a regular fd can
+    /// then be made on demand). Builder switch:
     /// [`Builder::direct_descriptors`](crate::Builder::direct_descriptors).
     pub direct_descriptors: bool,
     /// `IORING_OP_FIXED_FD_INSTALL` (Linux 6.8) is supported (the opcode probe): a direct
@@ -128,6 +134,11 @@ pub struct Features {
     /// Bytes of each buffer of that ring (default 16384). Set with
     /// [`Builder::recv_buffers`](crate::Builder::recv_buffers).
     pub recv_ring_buf_len: u32,
+    /// Slots of the direct-descriptor table: by default the process's `RLIMIT_NOFILE` soft
+    /// limit at setup, at most 65536; set with
+    /// [`Builder::fixed_files`](crate::Builder::fixed_files). 0 when
+    /// [`direct_descriptors`](Features::direct_descriptors) is off.
+    pub fixed_files: u32,
     /// The features the builder asked for ([`bit`]s): an off feature the builder asked for
     /// is off because of the kernel.
     asked: u16,
@@ -150,6 +161,7 @@ impl Features {
             fixed_fd_install: on(bit::FIXED_FD_INSTALL),
             recv_ring_entries: config.recv_ring_entries,
             recv_ring_buf_len: config.recv_ring_buf_len,
+            fixed_files: 0,
             asked: config.asked,
         }
     }
@@ -258,22 +270,31 @@ pub(crate) fn probe(
         bit::RECV_BUNDLE,
         buf_ring && params.is_feature_recvsend_bundle(),
     );
+    let slots = config.fixed_files.unwrap_or_else(direct_descriptor_slots);
     let direct = config.asks(bit::DIRECT_DESCRIPTORS)
-        && ring
-            .submitter()
-            .register_files_sparse(direct_descriptor_slots())
-            .is_ok();
+        && slots > 0
+        && ring.submitter().register_files_sparse(slots).is_ok();
     grant(bit::DIRECT_DESCRIPTORS, direct);
     grant(
         bit::FIXED_FD_INSTALL,
         supported(opcode::FixedFdInstall::CODE),
     );
-    Features::new(config, granted)
+    let mut features = Features::new(config, granted);
+    if features.direct_descriptors {
+        features.fixed_files = slots;
+    }
+    features
 }
 
-/// How many direct descriptors the table has room for: the process's `RLIMIT_NOFILE` soft
-/// limit (the kernel refuses a larger table), at most [`MAX_DIRECT_DESCRIPTORS`].
+/// How many direct descriptors the table has room for by default: the process's
+/// `RLIMIT_NOFILE` soft limit (the kernel refuses a larger table), at most
+/// [`MAX_DIRECT_DESCRIPTORS`].
 fn direct_descriptor_slots() -> u32 {
+    nofile_soft_limit().min(u64::from(MAX_DIRECT_DESCRIPTORS)) as u32
+}
+
+/// The process's `RLIMIT_NOFILE` soft limit (1024 if it cannot be read).
+pub(crate) fn nofile_soft_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -282,7 +303,10 @@ fn direct_descriptor_slots() -> u32 {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return 1024;
     }
-    lim.rlim_cur.min(MAX_DIRECT_DESCRIPTORS as libc::rlim_t) as u32
+    // `rlim_t` is narrower than `u64` on some 32-bit targets.
+    #[allow(clippy::unnecessary_cast)]
+    let soft = lim.rlim_cur as u64;
+    soft
 }
 
 /// Whether the kernel takes a provided-buffer ring: registers a one-entry ring under a

@@ -34,7 +34,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
-use op::{complete_op, Lifecycle};
+use op::{complete_op, AfterReap, Lifecycle};
 pub use op::{Completable, Cqe, Link, MultiOp, Op, Prep, Release};
 pub use setup::RingFlags;
 use slots::Slots;
@@ -48,6 +48,12 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 const WAKE_TOKEN: u64 = u64::MAX - 1;
 /// `user_data` of the CQE another core's MSG_RING posts into this ring: a wake.
 const MSG_WAKE_TOKEN: u64 = u64::MAX - 2;
+/// `user_data` of the driver's `IORING_OP_CLOSE` of a direct descriptor (see
+/// [`Driver::close_fixed`]): its CQE (only on failure, where the kernel skips successful
+/// ones) is dropped.
+const FIXED_CLOSE_TOKEN: u64 = u64::MAX - 3;
+/// `user_data` of the one synchronous op in flight (see [`Driver::run_sync`]).
+const SYNC_TOKEN: u64 = u64::MAX - 4;
 /// `user_data` of this ring's own MSG_RING SQEs, minus the target core's index (their CQE
 /// only comes on failure: `IOSQE_CQE_SKIP_SUCCESS`).
 const MSG_SRC_BASE: u64 = u64::MAX - 16;
@@ -100,8 +106,14 @@ pub(crate) struct Driver {
     batch_hint: usize,
     /// Cores whose MSG_RING wake failed: the loop wakes them by eventfd.
     failed_msg_rings: Vec<usize>,
-    /// Multishot ops whose backlog filled during this reap, cancelled after it.
-    throttled: Vec<usize>,
+    /// What a reap pass found to do once the CQ is drained: multishot ops whose backlog
+    /// filled (cancelled), direct descriptors of dropped ops (closed).
+    after: AfterReap,
+    /// Whether the kernel skips successful CQEs of SQEs flagged `IOSQE_CQE_SKIP_SUCCESS`
+    /// (5.17): the closes of direct descriptors are flagged so.
+    skip_success_ok: bool,
+    /// The result of the synchronous op in flight, once its CQE is reaped.
+    sync_result: Option<i32>,
     /// See `take_dead`.
     dead: Vec<Box<dyn std::any::Any>>,
     pub(crate) counters: DriverCounters,
@@ -116,9 +128,9 @@ impl Driver {
         let sq = sq::Sq::new(&ring)?;
         let mut probe = io_uring::Probe::new();
         let probed = ring.submitter().register_probe(&mut probe).is_ok();
-        let msg_ring_ok = ring.params().is_feature_skip_cqe_on_success()
-            && probed
-            && probe.is_supported(opcode::MsgRingData::CODE);
+        let ring_params_skip_success = ring.params().is_feature_skip_cqe_on_success();
+        let msg_ring_ok =
+            ring_params_skip_success && probed && probe.is_supported(opcode::MsgRingData::CODE);
         // Registered last: nothing after it fails, so the registration is always undone by
         // the driver's drop.
         let registered = if config.asks(feature_bit::REGISTERED_RING_FD) {
@@ -153,7 +165,9 @@ impl Driver {
             features,
             batch_hint: 0,
             failed_msg_rings: Vec::new(),
-            throttled: Vec::new(),
+            after: AfterReap::default(),
+            skip_success_ok: ring_params_skip_success,
+            sync_result: None,
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
             counters: DriverCounters::default(),
@@ -212,12 +226,13 @@ impl Driver {
                         res,
                         flags,
                         &mut wake,
-                        &mut self.throttled,
+                        &mut self.after,
                     );
                     continue;
                 }
                 match ud {
-                    CANCEL_TOKEN => {}
+                    CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
+                    SYNC_TOKEN => self.sync_result = Some(res),
                     // Wake-ups: their CQE ended the wait; the loop reads the core's `notified`
                     // flag for what to do.
                     WAKE_TOKEN => self.wake_armed = false,
@@ -237,8 +252,12 @@ impl Driver {
             self.enter_getevents(0);
         }
         // Multishot ops whose backlog filled: cancel them (their readers re-arm).
-        while let Some(key) = self.throttled.pop() {
+        while let Some(key) = self.after.throttled.pop() {
             self.cancel(key);
+        }
+        // Direct descriptors that dropped ops produced: close them.
+        while let Some(index) = self.after.fixed_closes.pop() {
+            self.close_fixed(index);
         }
         self.counters.cqes += n as u64;
         if !self.wake_armed && !self.shutting_down {
@@ -372,6 +391,89 @@ impl Driver {
         }
     }
 
+    /// Queues an `IORING_OP_CLOSE` of direct descriptor `index` (an index in this ring's
+    /// fixed-file table), fire and forget: its CQE, posted only on failure where the kernel
+    /// can skip successful ones, is dropped. The caller guarantees that no op still names
+    /// the index (the [`SharedFd`](crate::fd::SharedFd) invariant) and that nothing else
+    /// owns it; the slot is free for the kernel to allocate again once the close has run,
+    /// at the next submission.
+    pub(crate) fn close_fixed(&mut self, index: u32) {
+        let mut sqe = opcode::Close::new(types::Fixed(index))
+            .build()
+            .user_data(FIXED_CLOSE_TOKEN);
+        if self.skip_success_ok {
+            sqe = sqe.flags(squeue::Flags::SKIP_SUCCESS);
+        }
+        self.push(sqe);
+    }
+
+    /// [`close_fixed`](Driver::close_fixed), submitted at once with whatever else the SQ
+    /// holds (one `io_uring_enter(2)`, the cost of the `close(2)` a regular fd pays): the
+    /// socket is closed (its peer sees the FIN) when this returns, as for a regular fd,
+    /// even if the calling task then blocks its core rather than yield to the loop.
+    pub(crate) fn close_fixed_now(&mut self, index: u32) {
+        self.close_fixed(index);
+        self.submit_now();
+    }
+
+    /// Installs a regular fd for direct descriptor `index` (`IORING_OP_FIXED_FD_INSTALL`,
+    /// Linux 6.8, synchronously; see [`Driver::run_sync`]): a new fd (`O_CLOEXEC`) for the
+    /// same file, which stays in the table too.
+    pub(crate) fn install_fixed(&mut self, index: u32) -> io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
+        let sqe = opcode::FixedFdInstall::new(types::Fixed(index), 0).build();
+        // SAFETY: a FIXED_FD_INSTALL points at no memory.
+        let res = unsafe { self.run_sync(sqe) };
+        if res < 0 {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        // SAFETY: a successful install's result is a new fd that nothing else owns.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(res) })
+    }
+
+    /// Sets socket option `level`/`name` to `value` on direct descriptor `index` without a
+    /// regular fd: `IORING_OP_URING_CMD` with `SOCKET_URING_OP_SETSOCKOPT` (Linux 6.7),
+    /// synchronously (see [`Driver::run_sync`]). A kernel without socket commands gives
+    /// `EOPNOTSUPP` (or `EINVAL` before 6.0's `URING_CMD`).
+    pub(crate) fn setsockopt_fixed(
+        &mut self,
+        index: u32,
+        level: i32,
+        name: i32,
+        value: &[u8],
+    ) -> io::Result<()> {
+        /// `SOCKET_URING_OP_SETSOCKOPT` (include/uapi/linux/io_uring.h).
+        const SOCKET_URING_OP_SETSOCKOPT: u32 = 3;
+        let optlen = u32::try_from(value.len()).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "socket option value too long")
+        })?;
+        // `level` and `optname` share the SQE's `addr` field (level first in memory);
+        // `optval` is `addr3`, the first 8 bytes of the command area; `optlen` shares
+        // bytes 44..48 with `file_index`.
+        let mut level_name = [0u8; 8];
+        level_name[..4].copy_from_slice(&level.to_ne_bytes());
+        level_name[4..].copy_from_slice(&name.to_ne_bytes());
+        // The kernel reads the value from a heap copy that is leaked, never freed, should
+        // the wait for the op's CQE unwind (a fatal ring error) before the CQE came.
+        let value = LeakOnUnwind(Some(Box::<[u8]>::from(value)));
+        let ptr = value.0.as_deref().map_or(std::ptr::null(), <[u8]>::as_ptr);
+        let mut cmd = [0u8; 16];
+        cmd[..8].copy_from_slice(&(ptr as u64).to_ne_bytes());
+        let sqe = opcode::UringCmd16::new(types::Fixed(index), SOCKET_URING_OP_SETSOCKOPT)
+            .addr(Some(u64::from_ne_bytes(level_name)))
+            .cmd(cmd)
+            .build();
+        let sqe = sqe_with_u32_at_44(sqe, optlen);
+        // SAFETY: the SQE points only at `value`'s heap copy, which lives until this call
+        // returns, after the op's CQE (or is leaked if the wait unwinds).
+        let res = unsafe { self.run_sync(sqe) };
+        drop(value);
+        if res < 0 {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        Ok(())
+    }
+
     /// Queues an `ASYNC_CANCEL` for the op in slot `key`; its own CQE is dropped.
     pub(crate) fn cancel(&mut self, key: usize) {
         let sqe = opcode::AsyncCancel::new(key as u64)
@@ -434,6 +536,31 @@ impl Driver {
         }
         false
     }
+}
+
+/// Memory an SQE points at, freed when dropped normally but leaked when dropped by an
+/// unwinding panic (the kernel may still read it).
+struct LeakOnUnwind(Option<Box<[u8]>>);
+
+impl Drop for LeakOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
+/// `sqe` with bytes 44..48 of the 64-byte SQE (the union of `file_index`, `optlen`,
+/// `splice_fd_in`) set to `value`: the io-uring crate's builders lack some of its members.
+fn sqe_with_u32_at_44(sqe: squeue::Entry, value: u32) -> squeue::Entry {
+    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+    // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
+    // unions of them (size checked above): every bit pattern is a valid value, and it has
+    // no padding the kernel's ABI does not define.
+    let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
+    raw[44..48].copy_from_slice(&value.to_ne_bytes());
+    // SAFETY: as above; only bytes 44..48 changed.
+    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
 impl Drop for Driver {

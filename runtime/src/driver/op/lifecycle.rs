@@ -6,7 +6,8 @@
 //!   submitted from its first poll, so it always has one);
 //! - `Completed`: the CQE arrived and waits for the future's next poll;
 //! - `Ignored`: the future was dropped while the kernel still owned its data; the slot holds
-//!   that data until the final CQE, then frees it (and closes an fd the op produced);
+//!   that data until the final CQE, then frees it (and closes an fd or a direct descriptor
+//!   the op produced);
 //! - `Multi`: a multishot op's queue of CQEs and whether the kernel will post more;
 //! - `IgnoredMulti`: a dropped multishot op's data, until its final CQE.
 //!
@@ -24,6 +25,10 @@
 //! | `Multi` | `poll_multi` of the final CQE | freed |
 //! | `Multi` | `drop_multi` | `IgnoredMulti` (+ `ASYNC_CANCEL`), or freed if done |
 //! | `IgnoredMulti` | CQE | its late handler; freed on the final one |
+//!
+//! "A produced fd closed": a raw fd with `close(2)` at once; a direct descriptor (an index
+//! in the ring's fixed-file table) with an `IORING_OP_CLOSE` the driver queues after the
+//! reap pass ([`AfterReap`]), its CQE ignored.
 //!
 //! Data the driver frees goes to its dead list and is dropped by the caller after the
 //! driver's borrow ends (see the parent module).
@@ -49,7 +54,7 @@ pub(crate) enum Lifecycle {
     },
     Ignored {
         data: Box<dyn Any>,
-        returns_fd: bool,
+        produces: Produces,
     },
     Multi(Box<MultiSlot>),
     IgnoredMulti {
@@ -62,13 +67,67 @@ impl fmt::Debug for Lifecycle {
         match self {
             Lifecycle::Waiting(_) => f.write_str("Waiting"),
             Lifecycle::Completed { res, flags } => write!(f, "Completed({res}, {flags:#x})"),
-            Lifecycle::Ignored { returns_fd, .. } => write!(f, "Ignored(fd: {returns_fd})"),
+            Lifecycle::Ignored { produces, .. } => write!(f, "Ignored({produces:?})"),
             Lifecycle::Multi(m) => {
                 write!(f, "Multi(queued: {}, done: {})", m.queue.len(), m.done)
             }
             Lifecycle::IgnoredMulti { .. } => f.write_str("IgnoredMulti"),
         }
     }
+}
+
+/// What a successful result of an op is, for the driver to close when nobody takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Produces {
+    /// Nothing to close (a count, a flag word).
+    Nothing,
+    /// A new fd (`Completable::RETURNS_FD`).
+    Fd,
+    /// A new direct descriptor, an index in the ring's fixed-file table
+    /// (`Completable::RETURNS_FIXED`).
+    Fixed,
+}
+
+impl Produces {
+    /// The kind of `T`'s successful results.
+    pub(crate) const fn of<T: super::Completable>() -> Produces {
+        if T::RETURNS_FIXED {
+            Produces::Fixed
+        } else if T::RETURNS_FD {
+            Produces::Fd
+        } else {
+            Produces::Nothing
+        }
+    }
+
+    /// What a CQE's result `res` holds that must be closed, if anything.
+    fn produced(self, res: i32) -> Option<Produced> {
+        match self {
+            _ if res < 0 => None,
+            Produces::Nothing => None,
+            Produces::Fd => Some(Produced::Fd(res)),
+            Produces::Fixed => Some(Produced::Fixed(res as u32)),
+        }
+    }
+}
+
+/// A file a dropped op produced, which the driver closes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Produced {
+    /// A raw fd: `close(2)`.
+    Fd(i32),
+    /// A direct descriptor: an `IORING_OP_CLOSE` on its index, queued after the reap pass.
+    Fixed(u32),
+}
+
+/// What a reap pass leaves the driver to do once the CQ is drained (it cannot push SQEs
+/// while it walks the CQ).
+#[derive(Debug, Default)]
+pub(crate) struct AfterReap {
+    /// Multishot ops whose backlog filled: cancelled.
+    pub(crate) throttled: Vec<usize>,
+    /// Direct descriptors produced for ops nobody awaits any more: closed through the ring.
+    pub(crate) fixed_closes: Vec<u32>,
 }
 
 /// A multishot op's slot: boxed, so the common single-shot slot stays small.
@@ -94,8 +153,8 @@ pub(crate) enum Transition {
     Wake(Waker),
     /// Keep the slot, wake the waker if any, and cancel the op: its backlog is full.
     Throttle(Option<Waker>),
-    /// The op is over: remove the slot (freeing ignored data), closing `fd` if set.
-    Remove { close_fd: Option<i32> },
+    /// The op is over: remove the slot (freeing ignored data), closing what it produced.
+    Remove { close: Option<Produced> },
 }
 
 impl Lifecycle {
@@ -112,11 +171,17 @@ impl Lifecycle {
     }
 
     /// Applies a CQE to a slot not waiting for it (the reap's fast path, `complete_op`,
-    /// handles `Waiting` in place).
-    pub(crate) fn complete(&mut self, res: i32, flags: u32) -> Transition {
+    /// handles `Waiting` in place). A dropped multishot op's late CQE that carries a direct
+    /// descriptor adds it to `fixed_closes`.
+    pub(crate) fn complete(
+        &mut self,
+        res: i32,
+        flags: u32,
+        fixed_closes: &mut Vec<u32>,
+    ) -> Transition {
         match self {
-            Lifecycle::Ignored { returns_fd, .. } => Transition::Remove {
-                close_fd: (*returns_fd && res >= 0).then_some(res),
+            Lifecycle::Ignored { produces, .. } => Transition::Remove {
+                close: produces.produced(res),
             },
             Lifecycle::Multi(m) => {
                 m.done = !cqueue::more(flags);
@@ -135,11 +200,13 @@ impl Lifecycle {
                 }
             }
             Lifecycle::IgnoredMulti { data } => {
-                data.late(res, flags);
+                if let Some(index) = data.late(res, flags) {
+                    fixed_closes.push(index);
+                }
                 if cqueue::more(flags) {
                     Transition::Keep
                 } else {
-                    Transition::Remove { close_fd: None }
+                    Transition::Remove { close: None }
                 }
             }
             Lifecycle::Completed { res: first, .. } => {
@@ -151,34 +218,50 @@ impl Lifecycle {
     }
 }
 
-/// What the data of a dropped multishot op does with each CQE that still arrives.
+/// What the data of a dropped multishot op does with each CQE that still arrives. Runs
+/// inside the driver, so it cannot push SQEs: a direct descriptor to close is returned, and
+/// the driver closes it through the ring once the reap pass ends.
 pub(crate) trait LateCqe: 'static {
-    fn late(&self, res: i32, flags: u32);
+    fn late(&self, res: i32, flags: u32) -> Option<u32>;
 }
 
 /// Data whose late CQEs carry nothing to release.
 pub(crate) struct Plain<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for Plain<T> {
-    fn late(&self, _res: i32, _flags: u32) {}
+    fn late(&self, _res: i32, _flags: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// Data whose late successful CQEs are new fds (multishot accept): they are closed.
 pub(crate) struct ClosesFd<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for ClosesFd<T> {
-    fn late(&self, res: i32, _flags: u32) {
+    fn late(&self, res: i32, _flags: u32) -> Option<u32> {
         if res >= 0 {
             close_raw(res);
         }
+        None
+    }
+}
+
+/// Data whose late successful CQEs are new direct descriptors (a multishot accept into the
+/// fixed-file table): they are handed back for the driver to close through the ring.
+pub(crate) struct ClosesFixed<T>(#[allow(dead_code)] pub(crate) T);
+
+impl<T: 'static> LateCqe for ClosesFixed<T> {
+    fn late(&self, res: i32, _flags: u32) -> Option<u32> {
+        (res >= 0).then_some(res as u32)
     }
 }
 
 pub(crate) struct Releasing<T>(pub(crate) T);
 
 impl<T: Release> LateCqe for Releasing<T> {
-    fn late(&self, res: i32, flags: u32) {
+    fn late(&self, res: i32, flags: u32) -> Option<u32> {
         self.0.release(Cqe::from_raw(res, flags));
+        None
     }
 }
 
@@ -287,17 +370,19 @@ impl Driver {
     }
 
     /// The future of a single-shot op was dropped: park its data until the final CQE.
-    pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, returns_fd: bool) {
+    pub(crate) fn drop_op(&mut self, key: usize, data: Box<dyn std::any::Any>, produces: Produces) {
         match &self.ops[key] {
             Lifecycle::Waiting(_) => {
-                self.ops[key] = Lifecycle::Ignored { data, returns_fd };
+                self.ops[key] = Lifecycle::Ignored { data, produces };
                 self.cancel(key);
             }
             Lifecycle::Completed { .. } => {
                 // Completed, never collected: the kernel is done with the data.
                 if let Lifecycle::Completed { res, .. } = self.ops.remove(key) {
-                    if returns_fd && res >= 0 {
-                        close_raw(res);
+                    match produces.produced(res) {
+                        Some(Produced::Fd(fd)) => close_raw(fd),
+                        Some(Produced::Fixed(index)) => self.close_fixed(index),
+                        None => {}
                     }
                 }
                 self.dead.push(data);
@@ -312,10 +397,15 @@ impl Driver {
         let Lifecycle::Multi(m) = &mut self.ops[key] else {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
+        let mut fixed_closes = Vec::new();
         for (res, flags) in m.queue.drain(..) {
-            data.late(res, flags);
+            fixed_closes.extend(data.late(res, flags));
         }
-        if m.done {
+        let done = m.done;
+        for index in fixed_closes {
+            self.close_fixed(index);
+        }
+        if done {
             self.ops.remove(key);
             self.dead.push(Box::new(data));
         } else {
@@ -339,7 +429,7 @@ pub(crate) fn complete_op(
     res: i32,
     flags: u32,
     wake: &mut impl FnMut(Waker),
-    throttled: &mut Vec<usize>,
+    after: &mut AfterReap,
 ) {
     let Some(slot) = ops.get_mut(key) else {
         panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
@@ -358,18 +448,20 @@ pub(crate) fn complete_op(
         wake(w);
         return;
     }
-    match slot.complete(res, flags) {
+    match slot.complete(res, flags, &mut after.fixed_closes) {
         Transition::Keep => {}
         Transition::Wake(w) => w.wake(),
         Transition::Throttle(w) => {
-            throttled.push(key);
+            after.throttled.push(key);
             if let Some(w) = w {
                 w.wake();
             }
         }
-        Transition::Remove { close_fd } => {
-            if let Some(fd) = close_fd {
-                close_raw(fd);
+        Transition::Remove { close } => {
+            match close {
+                Some(Produced::Fd(fd)) => close_raw(fd),
+                Some(Produced::Fixed(index)) => after.fixed_closes.push(index),
+                None => {}
             }
             match ops.remove(key) {
                 Lifecycle::Ignored { data, .. } => dead.push(data),

@@ -31,7 +31,7 @@ use std::io;
 
 use io_uring::{cqueue, squeue};
 
-pub(crate) use lifecycle::{complete_op, Lifecycle};
+pub(crate) use lifecycle::{complete_op, AfterReap, Lifecycle, Produces};
 pub use link::Link;
 pub use multi::MultiOp;
 pub use single::Op;
@@ -80,6 +80,13 @@ pub trait Completable: 'static {
     /// openat, socket). If the future is dropped before it sees such a result, the driver
     /// closes the fd, so it does not leak.
     const RETURNS_FD: bool = false;
+
+    /// Whether a successful result is a new direct descriptor the caller will own: an index
+    /// in the ring's fixed-file table (an accept or open with `IORING_FILE_INDEX_ALLOC`). If
+    /// the future is dropped before it sees such a result, the driver closes that index
+    /// through the ring (`IORING_OP_CLOSE`), so the table slot does not leak. Takes
+    /// precedence over [`RETURNS_FD`](Completable::RETURNS_FD).
+    const RETURNS_FIXED: bool = false;
 
     /// Turns the op's CQE into its output, giving back the data.
     fn complete(self, cqe: Cqe) -> Self::Output;

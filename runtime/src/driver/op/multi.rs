@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use io_uring::squeue;
 
-use super::lifecycle::{ClosesFd, LateCqe, Plain, Releasing};
+use super::lifecycle::{ClosesFd, ClosesFixed, LateCqe, Plain, Releasing};
 use super::{Cqe, Release};
 use crate::context;
 
@@ -46,8 +46,8 @@ impl<T: 'static> MultiOp<T> {
     /// that arrive after the op is dropped are closed by the driver.
     ///
     /// # Safety
-    /// As for [`Op::new`]; in addition `sqe` must be a multishot opcode (or one that may post
-    /// several CQEs, such as `SEND_ZC`).
+    /// As for [`Op::new`](crate::driver::Op::new); in addition `sqe` must be a multishot
+    /// opcode (or one that may post several CQEs, such as `SEND_ZC`).
     pub unsafe fn new(data: T, sqe: squeue::Entry, returns_fd: bool) -> Self {
         MultiOp {
             state: State::Unsubmitted { data, sqe },
@@ -56,6 +56,23 @@ impl<T: 'static> MultiOp<T> {
             } else {
                 |t| Box::new(Plain(t))
             },
+            backlog: 0,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Creates a multishot op whose successful results are new direct descriptors: indexes
+    /// in the ring's fixed-file table (a multishot accept with `IORING_FILE_INDEX_ALLOC`).
+    /// Those that arrive after the op is dropped, or that were queued and never yielded,
+    /// are closed by the driver through the ring (`IORING_OP_CLOSE` on the index). Nothing
+    /// is submitted until the first poll.
+    ///
+    /// # Safety
+    /// As for [`MultiOp::new`].
+    pub unsafe fn new_direct_fds(data: T, sqe: squeue::Entry) -> Self {
+        MultiOp {
+            state: State::Unsubmitted { data, sqe },
+            late: |t| Box::new(ClosesFixed(t)),
             backlog: 0,
             _not_sync: PhantomData,
         }

@@ -211,7 +211,9 @@ impl<T: Completable, S: Prep> Op<T, S> {
             return;
         };
         if context::current_core_id() == Some(core) {
-            context::with_driver_freeing(|d| d.drop_op(key, Box::new(data), T::RETURNS_FD));
+            context::with_driver_freeing(|d| {
+                d.drop_op(key, Box::new(data), super::Produces::of::<T>())
+            });
         } else {
             // Dropped off its core (or after its runtime shut down without reaping it,
             // which shutdown never does): the kernel may still own the data, so it is

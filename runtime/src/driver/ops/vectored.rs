@@ -6,7 +6,7 @@
 
 use std::io;
 
-use io_uring::{opcode, types};
+use io_uring::opcode;
 
 use crate::buf::{IoBuf, IoBufMut};
 use crate::driver::{Completable, Cqe, Op};
@@ -63,9 +63,13 @@ pub fn readv_at<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>, pos: u64) -> Op<Re
             iov_len: b.bytes_total(),
         })
         .collect();
-    let sqe = opcode::Readv::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
-        .offset(pos)
-        .build();
+    let sqe = crate::fd_sqe!(fd, |t| opcode::Readv::new(
+        t,
+        iovecs.as_ptr(),
+        iovecs.len() as u32
+    )
+    .offset(pos)
+    .build());
     let data = ReadvAt {
         _fd: fd.clone(),
         bufs,
@@ -88,9 +92,13 @@ pub fn writev_at<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>, pos: u64) -> Op<WritevAt
             iov_len: b.bytes_init(),
         })
         .collect();
-    let sqe = opcode::Writev::new(types::Fd(fd.raw()), iovecs.as_ptr(), iovecs.len() as u32)
-        .offset(pos)
-        .build();
+    let sqe = crate::fd_sqe!(fd, |t| opcode::Writev::new(
+        t,
+        iovecs.as_ptr(),
+        iovecs.len() as u32
+    )
+    .offset(pos)
+    .build());
     let data = WritevAt {
         _fd: fd.clone(),
         bufs,
