@@ -27,11 +27,10 @@
 //! (buffers, `struct sock`) is not in it.
 //!
 //! Echo contenders (`bench idle-conns`):
-//! - `runtime (futures-io)`: this runtime, `Builder::new().cores(1)`, `TcpListener::incoming`
-//!   and `spawn_local` per connection; each connection `into_split()`, then a loop of
-//!   `AsyncBufReadExt::fill_buf`, `AsyncWriteExt::write_all`, `consume` and `flush` on the
-//!   halves: the read half is its own `AsyncBufRead`, so no buffer is added here (whatever
-//!   memory a connection holds is `net`'s);
+//! - `runtime (read_chunk)`: this runtime, `Builder::new().cores(1)`, `TcpListener::incoming`
+//!   and `spawn_local` per connection, the echo example's loop: `read_chunk` (a buffer of the
+//!   core's shared receive ring) then `write_all` of that chunk, so no buffer is added here
+//!   (whatever memory a connection holds is `net`'s);
 //! - `tokio current-thread`: an accept loop with `tokio::spawn` per connection, each a read
 //!   loop on its own 4 KiB `Vec` (`read` then `write_all`), as a typical tokio echo;
 //! - `raw ring`: the io-uring crate loop of `raw_echo.rs` (multishot accept, one recv or
@@ -114,7 +113,7 @@ pub struct IdleConnsArgs {
 /// The echo server a `bench idle-server` child runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
-    /// This runtime, futures-io traits on the split halves.
+    /// This runtime, `read_chunk` and `write_all` of the chunk.
     Runtime,
     /// tokio current-thread, a 4 KiB buffer per connection.
     Tokio,
@@ -476,7 +475,7 @@ fn echo_contenders() -> io::Result<Vec<Contender>> {
         args: ["idle-server", "--kind", kind].map(String::from).to_vec(),
     };
     Ok(vec![
-        server("runtime (futures-io)", "runtime"),
+        server("runtime (read_chunk)", "runtime"),
         server("tokio current-thread", "tokio"),
         server("raw ring", "raw"),
     ])
@@ -884,6 +883,8 @@ pub fn server_main(args: ServerArgs) -> ExitCode {
 fn runtime_server(listener: std::net::TcpListener) -> io::Result<()> {
     let rt = runtime::Builder::new().cores(1).build()?;
     rt.block_on(async move {
+        // Accepted sockets inherit TCP_NODELAY: no option call per connection.
+        socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
         let listener = net::TcpListener::from_std(listener)?;
         let mut incoming = listener.incoming();
         while let Some(accepted) = incoming.next().await {
@@ -891,9 +892,9 @@ fn runtime_server(listener: std::net::TcpListener) -> io::Result<()> {
                 Ok(stream) => {
                     // A connection's error ends it, as in the other servers: the client resets
                     // them all at the end, and checks every echo itself.
-                    runtime::spawn_local(async move {
-                        let _ = echo_conn(stream).await;
-                    });
+                    // Spawned as it is: a wrapping `async move` block would hold the stream
+                    // twice (the block's capture and the inner future's argument).
+                    runtime::spawn_local(echo_conn(stream));
                 }
                 Err(e) => {
                     eprintln!("bench idle-server: runtime accept: {e}");
@@ -906,24 +907,16 @@ fn runtime_server(listener: std::net::TcpListener) -> io::Result<()> {
     })
 }
 
-/// One connection on this runtime: the split halves' own futures-io buffering, no buffer of
-/// its own: `fill_buf`, `write_all`, `consume`, `flush`, until end of stream.
-async fn echo_conn(stream: net::TcpStream) -> io::Result<()> {
-    // futures-io's traits, named in full: the halves have owned-buffer methods of the same
-    // names (`write_all`), and tokio's traits too under `net`'s `tokio-io` feature.
-    use futures::io::{AsyncBufReadExt, AsyncWriteExt};
-
-    stream.set_nodelay(true)?;
-    let (mut r, mut w) = stream.into_split();
+/// One connection on this runtime, as the echo example serves it: each chunk received (a
+/// buffer of the core's shared receive ring) is written back as it is, until end of
+/// stream; no buffer of its own.
+async fn echo_conn(mut stream: net::TcpStream) -> io::Result<()> {
     loop {
-        let data = AsyncBufReadExt::fill_buf(&mut r).await?;
-        if data.is_empty() {
-            return AsyncWriteExt::close(&mut w).await;
+        let chunk = stream.read_chunk().await?;
+        if chunk.is_empty() {
+            return Ok(());
         }
-        let n = data.len();
-        AsyncWriteExt::write_all(&mut w, data).await?;
-        AsyncBufReadExt::consume_unpin(&mut r, n);
-        AsyncWriteExt::flush(&mut w).await?;
+        stream.write_all(chunk).await.0?;
     }
 }
 

@@ -32,7 +32,8 @@ fn main() -> io::Result<()> {
 
 async fn serve(addr: SocketAddr, cores: usize) -> io::Result<()> {
     // Bind every core's listener here, so a bad address fails before anything runs.
-    let options = ListenOptions::new().reuse_port(true);
+    // Accepted sockets inherit TCP_NODELAY from the listener: no option call per connection.
+    let options = ListenOptions::new().reuse_port(true).nodelay(true);
     let first = TcpListener::bind_with(addr, &options)?;
     let addr = first.local_addr()?;
     let mut listeners = vec![first.into_std()?];
@@ -78,7 +79,6 @@ async fn accept_loop(listener: std::net::TcpListener) -> io::Result<()> {
 /// Echoes each received chunk back as it is: the chunk is a buffer of the core's shared
 /// receive ring, so an idle connection holds no buffer and nothing is copied.
 async fn echo(mut stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
     loop {
         let chunk = match stream.read_chunk().await {
             Ok(chunk) if !chunk.is_empty() => chunk,

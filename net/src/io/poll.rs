@@ -26,11 +26,17 @@ use crate::ops::{self, Send, Shutdown};
 /// The most `poll_write` copies in one call.
 const WRITE_CAP: usize = 64 * 1024;
 
+/// A send of part of a buffer the write direction owns.
+type SendOp = Op<Send<Slice<Vec<u8>>>>;
+
 /// The write direction: a `send` of part of a buffer in flight, or nothing.
+///
+/// The ops are boxed: a socket is small (it is held twice by an `async fn` that takes it by
+/// value), and an idle one holds nothing here but two empty options.
 #[derive(Default)]
 pub(crate) struct WriteState {
-    in_flight: Option<Op<Send<Slice<Vec<u8>>>>>,
-    shutdown: Option<Op<Shutdown>>,
+    in_flight: Option<Box<SendOp>>,
+    shutdown: Option<Box<Op<Shutdown>>>,
     closed: bool,
 }
 
@@ -38,7 +44,7 @@ impl WriteState {
     /// Waits until the bytes already accepted are sent, resending short sends.
     fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some(op) = self.in_flight.as_mut() {
-            let (res, slice) = ready!(Pin::new(op).poll(cx));
+            let (res, slice) = ready!(Pin::new(&mut **op).poll(cx));
             self.in_flight = None;
             let (begin, end) = (slice.begin(), slice.end());
             let buf = slice.into_inner();
@@ -48,12 +54,12 @@ impl WriteState {
                     return Poll::Ready(Err(err));
                 }
                 Ok(n) if begin + n < end => {
-                    self.in_flight = Some(ops::send(fd, buf.slice(begin + n..end)));
+                    self.in_flight = Some(Box::new(ops::send(fd, buf.slice(begin + n..end))));
                 }
                 // Sent: the buffer is freed, so an idle connection holds none.
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.in_flight = Some(ops::send(fd, buf.slice(begin..end)));
+                    self.in_flight = Some(Box::new(ops::send(fd, buf.slice(begin..end))));
                 }
                 Err(e) => return Poll::Ready(Err(e)),
             }
@@ -94,7 +100,7 @@ impl WriteState {
             buf.extend_from_slice(&b[..b.len().min(room)]);
         }
         let n = buf.len();
-        self.in_flight = Some(ops::send(fd, buf.slice(..n)));
+        self.in_flight = Some(Box::new(ops::send(fd, buf.slice(..n))));
         // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
         // for another call. A send that already failed fails this write.
         match self.poll_drain(fd, cx) {
@@ -124,8 +130,8 @@ impl WriteState {
         }
         let op = self
             .shutdown
-            .get_or_insert_with(|| ops::shutdown(fd, How::Write));
-        let res = ready!(Pin::new(op).poll(cx));
+            .get_or_insert_with(|| Box::new(ops::shutdown(fd, How::Write)));
+        let res = ready!(Pin::new(&mut **op).poll(cx));
         self.shutdown = None;
         self.closed = true;
         Poll::Ready(res)

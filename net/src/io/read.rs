@@ -60,7 +60,9 @@ enum Source {
     /// Nothing read yet.
     #[default]
     Unset,
-    Ring(RingRead),
+    /// Boxed, as `Own`: a socket is small (an `async fn` that takes one by value holds it
+    /// twice), and only a socket that reads has one.
+    Ring(Box<RingRead>),
     /// Boxed: the fallback path, kept out of every socket's size.
     Own(Box<OwnRead>),
 }
@@ -158,7 +160,7 @@ impl ReadState {
     fn source(&mut self) -> &mut Source {
         if let Source::Unset = self.source {
             self.source = match runtime::buf::core_ring() {
-                Some(ring) => Source::Ring(RingRead {
+                Some(ring) => Source::Ring(Box::new(RingRead {
                     ring,
                     chunk: None,
                     more: VecDeque::new(),
@@ -167,7 +169,7 @@ impl ReadState {
                     limited: false,
                     starved: None,
                     eof: false,
-                }),
+                })),
                 None => Source::Own(Box::default()),
             };
         }

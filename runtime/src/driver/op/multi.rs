@@ -11,7 +11,9 @@ use crate::context;
 
 enum State<T> {
     /// Built, not yet pushed: pushed on the first poll, on the polling core.
-    Unsubmitted { data: T, sqe: squeue::Entry },
+    /// The SQE is boxed: a multishot op is armed rarely, and lives long in whatever holds
+    /// it (a socket's read state), which the 64 bytes inline would grow for its whole life.
+    Unsubmitted { data: T, sqe: Box<squeue::Entry> },
     /// In flight in `core`'s ring, in slot `key`.
     Submitted {
         data: T,
@@ -50,7 +52,10 @@ impl<T: 'static> MultiOp<T> {
     /// opcode (or one that may post several CQEs, such as `SEND_ZC`).
     pub unsafe fn new(data: T, sqe: squeue::Entry, returns_fd: bool) -> Self {
         MultiOp {
-            state: State::Unsubmitted { data, sqe },
+            state: State::Unsubmitted {
+                data,
+                sqe: Box::new(sqe),
+            },
             late: if returns_fd {
                 |t| Box::new(ClosesFd(t))
             } else {
@@ -71,7 +76,10 @@ impl<T: 'static> MultiOp<T> {
     /// As for [`MultiOp::new`].
     pub unsafe fn new_direct_fds(data: T, sqe: squeue::Entry) -> Self {
         MultiOp {
-            state: State::Unsubmitted { data, sqe },
+            state: State::Unsubmitted {
+                data,
+                sqe: Box::new(sqe),
+            },
             late: |t| Box::new(ClosesFixed(t)),
             backlog: 0,
             _not_sync: PhantomData,
@@ -88,7 +96,10 @@ impl<T: 'static> MultiOp<T> {
         T: Release,
     {
         MultiOp {
-            state: State::Unsubmitted { data, sqe },
+            state: State::Unsubmitted {
+                data,
+                sqe: Box::new(sqe),
+            },
             late: |t| Box::new(Releasing(t)),
             backlog: 0,
             _not_sync: PhantomData,
@@ -139,7 +150,7 @@ impl<T: 'static> MultiOp<T> {
             .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
-                let key = context::with_driver(|d| d.submit_multi(sqe.clone(), self.backlog));
+                let key = context::with_driver(|d| d.submit_multi((**sqe).clone(), self.backlog));
                 let State::Unsubmitted { data, .. } =
                     std::mem::replace(&mut self.state, State::Done)
                 else {
