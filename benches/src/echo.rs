@@ -580,7 +580,19 @@ fn runtime_server(
     msg: usize,
     own: bool,
 ) -> io::Result<()> {
-    let rt = runtime::Builder::new().entries(ENTRIES).build()?;
+    runtime_server_with(listener, ctl, msg, own, runtime::Builder::new())
+}
+
+/// [`runtime_server`] on a runtime from `builder` (its ring entries set to [`ENTRIES`]):
+/// `bench features` switches kernel features off through it.
+pub(crate) fn runtime_server_with(
+    listener: std::net::TcpListener,
+    ctl: Arc<Ctl>,
+    msg: usize,
+    own: bool,
+    builder: runtime::Builder,
+) -> io::Result<()> {
+    let rt = builder.entries(ENTRIES).build()?;
     rt.block_on(async move {
         let listener = net::TcpListener::from_std(listener)?;
         let mut incoming = listener.incoming();

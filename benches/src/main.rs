@@ -10,6 +10,7 @@
 mod accept;
 mod echo;
 mod echo_cores;
+mod features;
 mod fio;
 mod harness;
 mod idle;
@@ -198,6 +199,8 @@ enum Bench {
     Accept,
     /// connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
     Echo,
+    /// the echo loads with each kernel feature switched off in turn: what each one buys
+    Features,
     /// a counter bounced between two cores: runtime cores(2) vs std threads vs tokio
     #[command(name = "pingpong")]
     PingPong,
@@ -241,6 +244,7 @@ impl Bench {
             Bench::Spawn => spawn::run(opts),
             Bench::Accept => accept::run(opts),
             Bench::Echo => echo::run(opts),
+            Bench::Features => features::run(opts),
             Bench::PingPong => pingpong::run(opts),
             Bench::EchoCores => echo_cores::run(opts),
             Bench::Idle => idle::run(opts),
@@ -258,6 +262,7 @@ impl Bench {
             Bench::Spawn => "spawn",
             Bench::Accept => "accept",
             Bench::Echo => "echo",
+            Bench::Features => "features",
             Bench::PingPong => "pingpong",
             Bench::EchoCores => "echo-cores",
             Bench::Idle => "idle",

@@ -224,7 +224,11 @@ fn an_unread_connection_holds_a_bounded_number_of_buffers() {
         let ring = core_ring().unwrap();
         let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
         // The chunk being read, plus the backlog of 4 and what was in flight at the cancel.
-        assert!(held <= 8, "an unread connection holds {held} of 64 buffers");
+        assert!(
+            held <= 8,
+            "an unread connection holds {held} of {} buffers",
+            ring.entries()
+        );
         let mut rest = Vec::new();
         timeout(LIMIT, stream.read_to_end(&mut rest))
             .await
@@ -285,7 +289,7 @@ fn the_ring_grows_with_the_load() {
         return;
     }
     // 300 connections whose 32 KiB each wait in the kernel before any is read: armed all at
-    // once, they need far more than the ring's first 64 buffers. It runs dry and doubles
+    // once, they need far more than the ring's first 16 buffers. It runs dry and doubles
     // (up to the configured 1024) until the load fits; every byte still arrives.
     const CONNS: u64 = 300;
     const LEN: usize = 32 * 1024;
@@ -320,5 +324,5 @@ fn the_ring_grows_with_the_load() {
     });
     client.join().unwrap();
     println!("the ring grew to {entries} buffers");
-    assert!(entries > 64, "the ring never grew: {entries} buffers");
+    assert!(entries > 16, "the ring never grew: {entries} buffers");
 }

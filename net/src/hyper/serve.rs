@@ -466,20 +466,30 @@ async fn serve_conn<S, B>(
     let service = TowerToHyperService::new(service);
     #[cfg(feature = "tls")]
     if let Some(tls) = tls {
-        // A failed or timed-out handshake drops the socket here.
-        if let Ok(stream) = tls.accept(stream).await {
-            let conn = http.serve_connection(HyperIo::new(stream), service);
-            run_conn(conn, &tracker).await;
-        }
+        // Boxed: a TLS connection's state (the handshake, rustls's buffers) is large, and a
+        // plain connection's task would otherwise carry room for it.
+        Box::pin(async move {
+            // A failed or timed-out handshake drops the socket here.
+            if let Ok(stream) = tls.accept(stream).await {
+                run_conn(&http, HyperIo::new(stream), service, &tracker).await;
+            }
+        })
+        .await;
         return;
     }
-    let conn = http.serve_connection(HyperIo::new(stream), service);
-    run_conn(conn, &tracker).await;
+    run_conn(&http, HyperIo::new(stream), service, &tracker).await;
 }
 
-/// Polls `conn` to its end, asking it to shut down gracefully once the core closes.
-async fn run_conn<I, S, B>(conn: auto::Connection<'_, I, S, HyperExecutor>, tracker: &Tracker)
-where
+/// Serves `io` with hyper's `auto` connection to its end, asking it to shut down gracefully
+/// once the core closes. The connection is built here, not passed in: an `async fn` keeps
+/// its arguments apart from its locals, so a connection passed by value would take its
+/// (large) size twice in the task.
+async fn run_conn<I, S, B>(
+    http: &auto::Builder<HyperExecutor>,
+    io: I,
+    service: S,
+    tracker: &Tracker,
+) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
     S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
     S::Future: 'static,
@@ -487,7 +497,7 @@ where
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
-    let mut conn = pin!(conn);
+    let mut conn = pin!(http.serve_connection(io, service));
     let mut told = false;
     // Errors (a reset peer, a malformed request hyper answered with 400) end just this
     // connection; there is no one to report them to.

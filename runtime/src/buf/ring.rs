@@ -344,12 +344,12 @@ thread_local! {
 }
 
 /// Buffers a core's receive ring starts with (fewer if the configured size is smaller).
-const CORE_RING_START: u16 = 64;
+const CORE_RING_START: u16 = 16;
 
 /// The current core's shared receive ring, made (mapped and registered) on first use: the
 /// provided buffers every connection on this core reads into, so an idle connection owns no
 /// receive buffer. Its buffer length comes from
-/// [`Builder::recv_buffers`](crate::Builder::recv_buffers); it starts with 64 buffers and
+/// [`Builder::recv_buffers`](crate::Builder::recv_buffers); it starts with 16 buffers and
 /// doubles each time a receive finds it empty ([`grow_core_ring`]), up to the configured
 /// number: sized to the load, so a core with little traffic touches few pages.
 ///
