@@ -16,7 +16,7 @@ pub(crate) use owned::{
 };
 pub(crate) use poll::WriteState;
 pub use read::Chunk;
-pub(crate) use read::ReadState;
+pub(crate) use read::{ReadState, RingRead};
 
 /// The next received chunk of `fd`, through its read state (see [`Chunk`]).
 pub(crate) async fn read_chunk(

@@ -67,9 +67,14 @@ enum Source {
     Own(Box<OwnRead>),
 }
 
-/// Reading through a multishot receive into the core's ring.
-struct RingRead {
+/// Reading through a multishot receive into a provided-buffer ring: the core's (the read
+/// path of every stream) or one of the caller's ([`RecvStream`](crate::RecvStream)).
+pub(crate) struct RingRead {
     ring: BufRing,
+    /// `ring` is the core's: arm on its current ring, and grow it when it runs dry.
+    core: bool,
+    /// Receives that ended with `ENOBUFS`.
+    empties: u64,
     /// The chunk being consumed (never empty).
     chunk: Option<RingBuf>,
     /// The rest of a bundle receive's buffers, in order.
@@ -160,16 +165,7 @@ impl ReadState {
     fn source(&mut self) -> &mut Source {
         if let Source::Unset = self.source {
             self.source = match runtime::buf::core_ring() {
-                Some(ring) => Source::Ring(Box::new(RingRead {
-                    ring,
-                    chunk: None,
-                    more: VecDeque::new(),
-                    bundle: runtime::features().is_some_and(|f| f.recv_bundle),
-                    op: None,
-                    limited: false,
-                    starved: None,
-                    eof: false,
-                })),
+                Some(ring) => Source::Ring(Box::new(RingRead::new(ring, true))),
                 None => Source::Own(Box::default()),
             };
         }
@@ -266,9 +262,36 @@ impl ReadState {
 }
 
 impl RingRead {
+    /// Reads from `ring`; `core`: it is the core's ring (see the field).
+    pub(crate) fn new(ring: BufRing, core: bool) -> RingRead {
+        RingRead {
+            ring,
+            core,
+            empties: 0,
+            chunk: None,
+            more: VecDeque::new(),
+            // Bundles on the core's ring only: a caller's ring gets one buffer per receive.
+            bundle: core && runtime::features().is_some_and(|f| f.recv_bundle),
+            op: None,
+            limited: false,
+            starved: None,
+            eof: false,
+        }
+    }
+
+    /// The ring read from.
+    pub(crate) fn ring(&self) -> &BufRing {
+        &self.ring
+    }
+
+    /// How many receives ended with `ENOBUFS` (the ring was empty) and were re-armed.
+    pub(crate) fn empties(&self) -> u64 {
+        self.empties
+    }
+
     /// The next received chunk from the multishot receive, re-arming it as needed;
     /// `None` at end of stream.
-    fn poll_chunk(
+    pub(crate) fn poll_chunk(
         &mut self,
         fd: &SharedFd,
         cx: &mut Context<'_>,
@@ -289,7 +312,7 @@ impl RingRead {
                         self.starved = None;
                     }
                     // Arm on the core's current ring: it may have grown since.
-                    if let Some(current) = runtime::buf::core_ring() {
+                    if let Some(current) = self.core.then(runtime::buf::core_ring).flatten() {
                         if current.bgid() != self.ring.bgid() {
                             self.ring = current;
                         }
@@ -340,8 +363,10 @@ impl RingRead {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.ring.note_empty();
+                    self.empties += 1;
                     // A ring too small for the load grows (then arm on the new one at once).
-                    if let Some(bigger) = runtime::buf::grow_core_ring(&self.ring) {
+                    let grown = self.core.then(|| runtime::buf::grow_core_ring(&self.ring));
+                    if let Some(bigger) = grown.flatten() {
                         self.ring = bigger;
                         continue;
                     }

@@ -35,7 +35,7 @@ mod shutdown;
 pub(crate) use accept::{accept, accept_direct, accept_multi, AcceptMulti};
 pub(crate) use connect::{connect, connect_to};
 pub(crate) use recv::{recv, Recv};
-pub(crate) use recv_multi::{recv_multi, recv_multi_limited, RecvMulti};
+pub(crate) use recv_multi::{recv_multi_limited, RecvMulti};
 pub(crate) use recvmsg::recv_msg;
 pub(crate) use runtime::driver::ops::readv_at;
 pub(crate) use send::{send, Send};

@@ -28,11 +28,6 @@ impl Release for RecvMulti {
 /// `IORING_RECVSEND_BUNDLE` in the SQE's `ioprio` (Linux 6.10).
 const IORING_RECVSEND_BUNDLE: u16 = 1 << 4;
 
-/// Arms a multishot recv on `fd` that fills buffers from `ring`.
-pub(crate) fn recv_multi(fd: &SharedFd, ring: &BufRing) -> MultiOp<RecvMulti> {
-    recv_multi_limited(fd, ring, 0, false)
-}
-
 /// Arms a multishot recv on `fd` that fills buffers from `ring` and ends (a CQE without
 /// `F_MORE`, after the data) once `limit` bytes were received in all (`sqe->optlen`, Linux
 /// 6.17; 0: no limit; an older kernel refuses a limit with `EINVAL`). With `bundle`, one CQE
