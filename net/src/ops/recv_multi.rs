@@ -5,9 +5,9 @@
 //! at end of stream, on an error, and with `ENOBUFS` when the ring is empty; the caller
 //! re-arms. Buffers of CQEs nobody sees (after a drop) go back to the ring ([`Release`]).
 
-use io_uring::{opcode, squeue};
+use io_uring::opcode;
 use runtime::buf::BufRing;
-use runtime::driver::{Cqe, MultiOp, Release};
+use runtime::driver::{sqe_with_ioprio_bits, sqe_with_optlen, Cqe, MultiOp, Release};
 
 use crate::fd::SharedFd;
 
@@ -40,18 +40,15 @@ pub(crate) fn recv_multi_limited(
     bundle: bool,
 ) -> MultiOp<RecvMulti> {
     let sqe = runtime::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build());
-    let sqe = if limit == 0 && !bundle {
+    let sqe = if limit == 0 {
         sqe
     } else {
-        patch(sqe, |raw| {
-            if limit != 0 {
-                raw[44..48].copy_from_slice(&limit.to_ne_bytes());
-            }
-            if bundle {
-                let ioprio = u16::from_ne_bytes([raw[2], raw[3]]) | IORING_RECVSEND_BUNDLE;
-                raw[2..4].copy_from_slice(&ioprio.to_ne_bytes());
-            }
-        })
+        sqe_with_optlen(sqe, limit)
+    };
+    let sqe = if bundle {
+        sqe_with_ioprio_bits(sqe, IORING_RECVSEND_BUNDLE)
+    } else {
+        sqe
     };
     let data = RecvMulti {
         _fd: fd.clone(),
@@ -61,18 +58,4 @@ pub(crate) fn recv_multi_limited(
     // ring, which the data keeps alive until the final CQE); RECV with the multishot flag is
     // a multishot opcode.
     unsafe { MultiOp::new_releasing(data, sqe) }
-}
-
-/// `sqe` with `f` applied to its 64 raw bytes, for the fields the io-uring crate's builder
-/// lacks: `ioprio` (bytes 2..4) and `optlen` (bytes 44..48, the union it shares with
-/// `file_index` and `splice_fd_in`).
-fn patch(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry {
-    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-    // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
-    // unions of them (size checked above): every bit pattern is a valid value, and it has
-    // no padding the kernel's ABI does not define.
-    let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
-    f(&mut raw);
-    // SAFETY: as above: any bytes make a valid `Entry`; the kernel checks the fields.
-    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }

@@ -35,7 +35,9 @@ use io_uring::{opcode, squeue, types, IoUring};
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
 use op::{complete_op, AfterReap, Lifecycle};
-pub use op::{Completable, Cqe, Link, MultiOp, Op, Prep, Release};
+pub use op::{
+    sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
+};
 pub use setup::RingFlags;
 use slots::Slots;
 
@@ -463,7 +465,7 @@ impl Driver {
             .addr(Some(u64::from_ne_bytes(level_name)))
             .cmd(cmd)
             .build();
-        let sqe = sqe_with_u32_at_44(sqe, optlen);
+        let sqe = op::sqe_with_optlen(sqe, optlen);
         // SAFETY: the SQE points only at `value`'s heap copy, which lives until this call
         // returns, after the op's CQE (or is leaked if the wait unwinds).
         let res = unsafe { self.run_sync(sqe) };
@@ -548,19 +550,6 @@ impl Drop for LeakOnUnwind {
             std::mem::forget(self.0.take());
         }
     }
-}
-
-/// `sqe` with bytes 44..48 of the 64-byte SQE (the union of `file_index`, `optlen`,
-/// `splice_fd_in`) set to `value`: the io-uring crate's builders lack some of its members.
-fn sqe_with_u32_at_44(sqe: squeue::Entry, value: u32) -> squeue::Entry {
-    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-    // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
-    // unions of them (size checked above): every bit pattern is a valid value, and it has
-    // no padding the kernel's ABI does not define.
-    let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
-    raw[44..48].copy_from_slice(&value.to_ne_bytes());
-    // SAFETY: as above; only bytes 44..48 changed.
-    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
 impl Drop for Driver {

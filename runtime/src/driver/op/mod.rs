@@ -36,6 +36,36 @@ pub use link::Link;
 pub use multi::MultiOp;
 pub use single::Op;
 
+/// `sqe` with its `optlen` field set (bytes 44..48 of the 64-byte SQE, the union it shares
+/// with `file_index` and `splice_fd_in`): a multishot receive's byte limit, a socket
+/// command's option length. The io-uring crate's builders lack it.
+pub fn sqe_with_optlen(sqe: squeue::Entry, optlen: u32) -> squeue::Entry {
+    patch_sqe(sqe, |raw| {
+        raw[44..48].copy_from_slice(&optlen.to_ne_bytes())
+    })
+}
+
+/// `sqe` with `bits` or-ed into its `ioprio` field (bytes 2..4), where send and receive
+/// ops take flags the io-uring crate's builders may lack (`IORING_RECVSEND_BUNDLE`).
+pub fn sqe_with_ioprio_bits(sqe: squeue::Entry, bits: u16) -> squeue::Entry {
+    patch_sqe(sqe, |raw| {
+        let ioprio = u16::from_ne_bytes([raw[2], raw[3]]) | bits;
+        raw[2..4].copy_from_slice(&ioprio.to_ne_bytes());
+    })
+}
+
+/// `sqe` with `f` applied to its 64 raw bytes.
+fn patch_sqe(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry {
+    const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
+    // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes of plain integers and
+    // unions of them (size checked above): every bit pattern is a valid value, and it has
+    // no padding the kernel's ABI does not define.
+    let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
+    f(&mut raw);
+    // SAFETY: as above: any bytes make a valid `Entry`; the kernel checks the fields.
+    unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
+}
+
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
 pub struct Cqe {
