@@ -147,17 +147,6 @@ impl BufRing {
         self.inner.entries
     }
 
-    /// `Ready` once at least one buffer is back in the ring, given that every buffer the
-    /// kernel picked has been taken as a [`RingBuf`]; otherwise registers the waker, woken
-    /// when a `RingBuf` is dropped. For re-arming a multishot receive after `ENOBUFS`.
-    pub fn poll_available(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.inner.out.get() < u32::from(self.inner.entries) {
-            return Poll::Ready(());
-        }
-        self.inner.wait(cx);
-        Poll::Pending
-    }
-
     /// How many buffers the kernel can still pick: the ring's free entries, read from the
     /// kernel (`IORING_REGISTER_PBUF_STATUS`, Linux 6.8; one system call). `None` where the
     /// kernel cannot say. For a reader whose receive ended with `ENOBUFS`: buffers may have
@@ -191,9 +180,11 @@ impl BufRing {
     }
 
     /// `Ready` once a buffer has come back to the ring since [`returned`](BufRing::returned)
-    /// read `seen`; otherwise registers the waker, woken by the next return. Unlike
-    /// [`poll_available`](BufRing::poll_available) this is right when many connections
-    /// share the ring and the kernel holds buffers in CQEs nobody has taken yet.
+    /// read `seen`; otherwise registers the waker, woken by the next return. For re-arming a
+    /// receive that ended with `ENOBUFS`: read [`returned`](BufRing::returned) when the
+    /// kernel reports the empty ring (or check [`available`](BufRing::available)), then
+    /// wait for the count to move. Counting returns, not buffers in our hands, stays right
+    /// when many connections share the ring and CQEs nobody has taken yet hold buffers.
     pub fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
         if self.inner.returned.get() != seen {
             return Poll::Ready(());
