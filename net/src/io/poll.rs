@@ -31,21 +31,36 @@ type SendOp = Op<Send<Slice<Vec<u8>>>>;
 
 /// The write direction: a `send` of part of a buffer in flight, or nothing.
 ///
-/// The ops are boxed: a socket is small (it is held twice by an `async fn` that takes it by
-/// value), and an idle one holds nothing here but two empty options.
+/// The ops live in a box made at the first write and kept (one allocation per socket, not
+/// per write): a socket stays small, and it is held twice by an `async fn` that takes it by
+/// value. The bytes are freed once sent, so an idle socket holds no buffer.
 #[derive(Default)]
 pub(crate) struct WriteState {
-    in_flight: Option<Box<SendOp>>,
-    shutdown: Option<Box<Op<Shutdown>>>,
+    ops: Option<Box<Pending>>,
     closed: bool,
 }
 
+/// The write direction's ops in flight.
+#[derive(Default)]
+struct Pending {
+    send: Option<SendOp>,
+    shutdown: Option<Op<Shutdown>>,
+}
+
 impl WriteState {
+    /// The ops' box, made on first use.
+    fn pending(&mut self) -> &mut Pending {
+        self.ops.get_or_insert_with(Box::default)
+    }
+
     /// Waits until the bytes already accepted are sent, resending short sends.
     fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some(op) = self.in_flight.as_mut() {
-            let (res, slice) = ready!(Pin::new(&mut **op).poll(cx));
-            self.in_flight = None;
+        let Some(pending) = self.ops.as_deref_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        while let Some(op) = pending.send.as_mut() {
+            let (res, slice) = ready!(Pin::new(op).poll(cx));
+            pending.send = None;
             let (begin, end) = (slice.begin(), slice.end());
             let buf = slice.into_inner();
             match res {
@@ -54,12 +69,12 @@ impl WriteState {
                     return Poll::Ready(Err(err));
                 }
                 Ok(n) if begin + n < end => {
-                    self.in_flight = Some(Box::new(ops::send(fd, buf.slice(begin + n..end))));
+                    pending.send = Some(ops::send(fd, buf.slice(begin + n..end)));
                 }
                 // Sent: the buffer is freed, so an idle connection holds none.
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.in_flight = Some(Box::new(ops::send(fd, buf.slice(begin..end))));
+                    pending.send = Some(ops::send(fd, buf.slice(begin..end)));
                 }
                 Err(e) => return Poll::Ready(Err(e)),
             }
@@ -100,7 +115,7 @@ impl WriteState {
             buf.extend_from_slice(&b[..b.len().min(room)]);
         }
         let n = buf.len();
-        self.in_flight = Some(Box::new(ops::send(fd, buf.slice(..n))));
+        self.pending().send = Some(ops::send(fd, buf.slice(..n)));
         // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
         // for another call. A send that already failed fails this write.
         match self.poll_drain(fd, cx) {
@@ -128,11 +143,12 @@ impl WriteState {
         if self.closed {
             return Poll::Ready(Ok(()));
         }
-        let op = self
+        let pending = self.pending();
+        let op = pending
             .shutdown
-            .get_or_insert_with(|| Box::new(ops::shutdown(fd, How::Write)));
-        let res = ready!(Pin::new(&mut **op).poll(cx));
-        self.shutdown = None;
+            .get_or_insert_with(|| ops::shutdown(fd, How::Write));
+        let res = ready!(Pin::new(op).poll(cx));
+        pending.shutdown = None;
         self.closed = true;
         Poll::Ready(res)
     }
@@ -141,7 +157,10 @@ impl WriteState {
 impl std::fmt::Debug for WriteState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteState")
-            .field("in_flight", &self.in_flight.is_some())
+            .field(
+                "in_flight",
+                &self.ops.as_ref().is_some_and(|p| p.send.is_some()),
+            )
             .field("closed", &self.closed)
             .finish()
     }
