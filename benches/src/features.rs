@@ -4,7 +4,8 @@
 //! runtime's echo server built with every feature (the default), and then with one switched
 //! off through its `Builder` switch: direct descriptors, the multishot receive into the
 //! provided-buffer ring (off: the previous default, a 16 KiB buffer per connection and one
-//! recv per read), recv bundles, the registered ring fd, `NO_SQARRAY`, min-timeout waits.
+//! recv per read), recv bundles, incremental buffer consumption, the registered ring fd,
+//! `NO_SQARRAY`, min-timeout waits.
 //! The raw ring's row (plain recv/send per connection, unchanged) anchors the figures.
 //! Rows alternate, run by run, under one load generator; the figure that matters is the
 //! server's CPU per round trip, and the details table's `CPU vs all on` says what turning
@@ -20,10 +21,11 @@ use crate::Opts;
 type Variant = (&'static str, fn(runtime::Builder) -> runtime::Builder);
 
 /// The variants, after the default.
-const VARIANTS: [Variant; 6] = [
+const VARIANTS: [Variant; 7] = [
     ("- direct descriptors", |b| b.direct_descriptors(false)),
     ("- multishot recv (own buffer)", |b| b.recv_multishot(false)),
     ("- recv bundles", |b| b.recv_bundle(false)),
+    ("- incremental buffers", |b| b.recv_incremental(false)),
     ("- registered ring fd", |b| b.registered_ring_fd(false)),
     ("- NO_SQARRAY", |b| b.no_sqarray(false)),
     ("- min-timeout waits", |b| b.min_timeout(false)),

@@ -61,6 +61,11 @@ fn builders() -> Vec<(&'static str, Builder)> {
         // Messages of up to 64 KiB into 512 B buffers: bundle CQEs of many buffers each.
         ("ring, small buffers", Builder::new().recv_buffers(256, 512)),
         ("ring, no bundles", Builder::new().recv_bundle(false)),
+        // Each receive takes a whole buffer (incremental consumption off).
+        (
+            "ring, whole buffers",
+            Builder::new().recv_incremental(false),
+        ),
         ("own buffer", Builder::new().recv_multishot(false)),
     ]
 }
@@ -187,6 +192,33 @@ fn an_empty_ring_under_1000_connections_loses_nothing() {
     assert!(
         empties > 0,
         "16 buffers never ran dry under 1,000 connections"
+    );
+}
+
+#[test]
+fn large_incremental_buffers_serve_many_connections() {
+    if ring_disabled() {
+        return;
+    }
+    let probe = Builder::new().build().unwrap();
+    if !probe.features().recv_incremental {
+        eprintln!("skipped: no incremental buffer rings here");
+        return;
+    }
+    drop(probe);
+    // Four 1 MiB buffers for 200 connections of 4 KiB each. Consumed incrementally, the
+    // receives pack into the first buffer and the ring never runs dry; taking a whole
+    // buffer each, the same ring runs dry over and over.
+    let big = || Builder::new().recv_buffers(4, 1 << 20);
+    let (entries, empties) = many_connections_through(big(), 200, 4096).expect("the ring is on");
+    assert_eq!(entries, 4);
+    assert_eq!(empties, 0, "4 MiB of buffers ran dry carrying 800 KiB");
+    let (_, whole) =
+        many_connections_through(big().recv_incremental(false), 200, 4096).expect("the ring is on");
+    println!("whole buffers: the ring ran dry {whole} times");
+    assert!(
+        whole > 0,
+        "4 whole buffers never ran dry under 200 connections"
     );
 }
 

@@ -35,6 +35,7 @@ pub(crate) fn set_alive(on: bool) {
 /// got. The feature switches ([`registered_ring_fd`](Builder::registered_ring_fd),
 /// [`no_sqarray`](Builder::no_sqarray), [`min_timeout`](Builder::min_timeout),
 /// [`recv_multishot`](Builder::recv_multishot), [`recv_bundle`](Builder::recv_bundle),
+/// [`recv_incremental`](Builder::recv_incremental),
 /// [`direct_descriptors`](Builder::direct_descriptors)) turn one off on purpose: to
 /// compare, or to run the fallback path on a kernel that has the feature.
 #[derive(Clone, Debug)]
@@ -60,13 +61,14 @@ pub struct Builder {
 }
 
 /// The feature names `RUNTIME_DISABLE` takes, and their switches.
-const DISABLE_NAMES: [(&str, u16); 6] = [
+const DISABLE_NAMES: [(&str, u16); 7] = [
     ("registered_ring_fd", bit::REGISTERED_RING_FD),
     ("no_sqarray", bit::NO_SQARRAY),
     ("min_timeout", bit::MIN_TIMEOUT),
     ("recv_multishot", bit::RECV_MULTISHOT),
     ("recv_bundle", bit::RECV_BUNDLE),
     ("direct_descriptors", bit::DIRECT_DESCRIPTORS),
+    ("recv_incremental", bit::RECV_INCREMENTAL),
 ];
 
 impl Default for Builder {
@@ -81,7 +83,7 @@ impl Builder {
     ///
     /// `RUNTIME_DISABLE` is a comma-separated list of feature switches to turn off in every
     /// runtime the process builds (`registered_ring_fd`, `no_sqarray`, `min_timeout`,
-    /// `recv_multishot`, `recv_bundle`, `direct_descriptors`): a way to run a program or a
+    /// `recv_multishot`, `recv_bundle`, `recv_incremental`, `direct_descriptors`): a way to run a program or a
     /// test suite on the fallback paths without changing it. An unknown name makes
     /// [`build`](Builder::build) fail with `InvalidInput`.
     pub fn new() -> Builder {
@@ -170,6 +172,14 @@ impl Builder {
     /// [`Features::recv_bundle`].
     pub fn recv_bundle(self, on: bool) -> Builder {
         self.feature(bit::RECV_BUNDLE, on)
+    }
+
+    /// Let the kernel consume the read path's buffers incrementally (`IOU_PBUF_RING_INC`,
+    /// Linux 6.12, taken on 6.16 or newer; default on): a receive takes only the bytes it
+    /// needs from the buffer at the ring's head, so small messages pack into one buffer.
+    /// See [`Features::recv_incremental`].
+    pub fn recv_incremental(self, on: bool) -> Builder {
+        self.feature(bit::RECV_INCREMENTAL, on)
     }
 
     /// Register a sparse fixed-file table on each ring for direct descriptors (Linux 5.19;

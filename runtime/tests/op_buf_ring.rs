@@ -166,3 +166,123 @@ fn bad_ring_sizes_are_invalid_input() {
         io::ErrorKind::Other
     );
 }
+
+/// Whether this kernel and runtime consume buffer rings incrementally (Linux 6.16 here);
+/// the incremental tests skip where it does not.
+fn incremental_granted() -> bool {
+    let on = runtime::features().is_some_and(|f| f.recv_incremental);
+    if !on {
+        eprintln!("skipped: no incremental buffer rings here");
+    }
+    on
+}
+
+#[test]
+fn an_incremental_ring_packs_small_reads_into_one_buffer() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    rt.block_on(async {
+        if !incremental_granted() {
+            return;
+        }
+        let ring = BufRing::incremental(2, 256).unwrap();
+        assert!(ring.is_incremental());
+        let mut op = read_multi(&r, &ring).with_buf_ring(&ring);
+        let mut held = Vec::new();
+        // Two 100-byte reads share the first buffer, one after the other.
+        for (i, byte) in [b'a', b'b'].into_iter().enumerate() {
+            write_all(&w, &[byte; 100]);
+            let cqe = next(&mut op).await.unwrap();
+            assert_eq!(cqe.buf_offset(), Some(100 * i as u32), "{cqe:?}");
+            let buf = ring.take(&cqe).unwrap();
+            assert_eq!(&buf[..], &[byte; 100][..]);
+            held.push(buf);
+        }
+        assert_eq!(
+            held[0].bid(),
+            held[1].bid(),
+            "both reads landed in one buffer"
+        );
+        // The third read fills the buffer's last 56 bytes; the rest goes to the next one.
+        write_all(&w, &[b'c'; 100]);
+        let mut rest = Vec::new();
+        while rest.len() < 100 {
+            let cqe = next(&mut op).await.unwrap();
+            let buf = ring.take(&cqe).unwrap();
+            rest.extend_from_slice(&buf);
+            held.push(buf);
+        }
+        assert_eq!(rest, vec![b'c'; 100]);
+        assert_eq!(held[2].bid(), held[0].bid());
+        assert_eq!(held[2].len(), 56, "the first buffer is filled to its end");
+        assert_ne!(held[3].bid(), held[0].bid());
+        assert_eq!(ring.outstanding(), 1, "the full buffer is out of the ring");
+        // It comes back only when its last chunk goes.
+        let returned = ring.returned();
+        let last = held.remove(2);
+        drop(held);
+        assert_eq!(ring.returned(), returned, "a chunk of it is still held");
+        assert_eq!(ring.outstanding(), 1);
+        drop(last);
+        assert_eq!(ring.returned(), returned + 1);
+        assert_eq!(ring.outstanding(), 0);
+        // The second buffer, partly filled, stays with the kernel: the next read goes on
+        // where the last one stopped.
+        write_all(&w, b"more");
+        let cqe = next(&mut op).await.unwrap();
+        assert_eq!(cqe.buf_offset(), Some(44));
+        assert_eq!(&ring.take(&cqe).unwrap()[..], b"more");
+        assert_eq!(ring.returned(), returned + 1);
+    });
+}
+
+#[test]
+fn an_incremental_ring_streams_random_sizes_byte_exact() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    rt.block_on(async {
+        if !incremental_granted() {
+            return;
+        }
+        // Four 4 KiB buffers carry 1 MiB in reads of 1 to 3,000 bytes: each buffer is
+        // filled by many reads, and a read may end one buffer and start the next.
+        let ring = BufRing::incremental(4, 4096).unwrap();
+        let mut op = read_multi(&r, &ring).with_buf_ring(&ring);
+        let mut x = 0x2545_f491_u32;
+        let mut sent = Vec::new();
+        let mut got = Vec::new();
+        let mut held = std::collections::VecDeque::new();
+        while sent.len() < 1 << 20 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let len = 1 + (x % 3000) as usize;
+            let msg: Vec<u8> = (0..len)
+                .map(|i| (sent.len() + i) as u8 ^ (x as u8))
+                .collect();
+            write_all(&w, &msg);
+            sent.extend_from_slice(&msg);
+            while got.len() < sent.len() {
+                let cqe = match next(&mut op).await {
+                    Some(cqe) if cqe.result.is_ok() => cqe,
+                    // The multishot ended (its final CQE): re-arm.
+                    _ => {
+                        op = read_multi(&r, &ring).with_buf_ring(&ring);
+                        continue;
+                    }
+                };
+                let buf = ring.take(&cqe).unwrap();
+                got.extend_from_slice(&buf);
+                // Hold a few chunks, as a reader working through them would.
+                held.push_back(buf);
+                if held.len() > 3 {
+                    held.pop_front();
+                }
+            }
+        }
+        assert!(got == sent, "the bytes read differ from those written");
+        drop(held);
+        assert_eq!(ring.outstanding(), 0, "every filled buffer is back");
+        assert!(ring.returned() > 200, "1 MiB went through 4 KiB buffers");
+    });
+}

@@ -14,7 +14,7 @@ use runtime::{Builder, Features};
 
 /// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
 /// state in `f`.
-fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 8] {
+fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 9] {
     [
         ("registered_ring_fd", (5, 18), f.registered_ring_fd),
         ("no_sqarray", (6, 6), f.no_sqarray),
@@ -24,6 +24,8 @@ fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 8] {
         ("recv_bundle", (6, 10), f.recv_bundle),
         ("direct_descriptors", (5, 19), f.direct_descriptors),
         ("fixed_fd_install", (6, 8), f.fixed_fd_install),
+        // 6.12 has it, but the runtime takes it only where CQE order is kept (6.16).
+        ("recv_incremental", (6, 16), f.recv_incremental),
     ]
 }
 
@@ -115,13 +117,14 @@ fn features_are_none_outside_a_runtime() {
 #[test]
 fn each_switch_off_turns_its_feature_off_and_the_runtime_still_runs() {
     type Switch = fn(Builder) -> Builder;
-    let switches: [(&str, Switch); 6] = [
+    let switches: [(&str, Switch); 7] = [
         ("registered_ring_fd", |b| b.registered_ring_fd(false)),
         ("no_sqarray", |b| b.no_sqarray(false)),
         ("min_timeout", |b| b.min_timeout(false)),
         ("recv_multishot", |b| b.recv_multishot(false)),
         ("recv_bundle", |b| b.recv_bundle(false)),
         ("direct_descriptors", |b| b.direct_descriptors(false)),
+        ("recv_incremental", |b| b.recv_incremental(false)),
     ];
     for (off, switch) in switches {
         let (rt, seen) = exercise(switch(Builder::new()));
@@ -152,6 +155,7 @@ fn every_switch_off_at_once_still_runs() {
         .min_timeout(false)
         .recv_multishot(false)
         .recv_bundle(false)
+        .recv_incremental(false)
         .direct_descriptors(false);
     let (_rt, seen) = exercise(b);
     for f in &seen {
@@ -160,10 +164,10 @@ fn every_switch_off_at_once_still_runs() {
             "{f}"
         );
         assert!(
-            !f.recv_multishot && !f.recv_bundle && !f.direct_descriptors,
+            !f.recv_multishot && !f.recv_bundle && !f.direct_descriptors && !f.recv_incremental,
             "{f}"
         );
-        assert_eq!(f.to_string().matches("(builder)").count(), 6, "{f}");
+        assert_eq!(f.to_string().matches("(builder)").count(), 7, "{f}");
     }
 }
 

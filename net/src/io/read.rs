@@ -344,22 +344,20 @@ impl RingRead {
                     self.op = None;
                     return Poll::Ready(Ok(None));
                 }
-                Ok(n) if *n <= self.ring.buf_len() => {
-                    // One buffer (the common case): no queue, so none is allocated.
-                    return Poll::Ready(match self.ring.take(&cqe) {
+                Ok(_) => {
+                    // The first buffer is handed out; a bundle's rest wait in `more` (one
+                    // buffer, the common case, allocates no queue).
+                    let (mut first, more) = (None, &mut self.more);
+                    self.ring.take_each(&cqe, |b| match first {
+                        None => first = Some(b),
+                        Some(_) => more.push_back(b),
+                    });
+                    return Poll::Ready(match first {
                         Some(buf) => Ok(Some(buf)),
                         None => Err(io::Error::other(
                             "multishot recv completed without a provided buffer",
                         )),
                     });
-                }
-                Ok(_) => {
-                    if self.ring.take_bundle(&cqe, &mut self.more) == 0 {
-                        return Poll::Ready(Err(io::Error::other(
-                            "multishot recv completed without a provided buffer",
-                        )));
-                    }
-                    // The loop's first step hands out the first buffer.
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                     self.ring.note_empty();

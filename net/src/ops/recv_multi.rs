@@ -57,5 +57,5 @@ pub(crate) fn recv_multi_limited(
     // SAFETY: the SQE points at no memory of ours (the kernel picks from the registered
     // ring, which the data keeps alive until the final CQE); RECV with the multishot flag is
     // a multishot opcode.
-    unsafe { MultiOp::new_releasing(data, sqe) }
+    unsafe { MultiOp::new_releasing(data, sqe) }.with_buf_ring(ring)
 }

@@ -8,6 +8,16 @@
 //! back. A buffer the kernel filled is handed out as a [`RingBuf`], which returns it to the
 //! ring when dropped.
 //!
+//! An *incremental* ring ([`BufRing::incremental`], `IOU_PBUF_RING_INC`, Linux 6.12) lets
+//! the kernel consume a buffer in pieces: each receive takes only the bytes it needs from
+//! the buffer at the ring's head, and the next receive (of any op on the ring) goes on
+//! where it stopped. Small messages then pack into one buffer instead of taking one each.
+//! The CQE names the buffer and the byte count but not the offset: it follows from the
+//! order the kernel posted the CQEs in, so the offsets are assigned as the driver reaps
+//! them (a [`MultiOp`](crate::driver::MultiOp) registered with
+//! [`with_buf_ring`](crate::driver::MultiOp::with_buf_ring)), and each buffer goes back to
+//! the ring once the kernel has filled it to its end and every chunk of it was dropped.
+//!
 //! # Invariant
 //! The ring memory and the buffers are freed only when the last `Rc` to them goes: every
 //! op that may pick from the group keeps a clone (in its data, and so in the driver's ignored
@@ -58,7 +68,8 @@ struct Inner {
     tail: Cell<u16>,
     /// Whether the group is registered with the core's ring (unregistered in `Drop`).
     registered: Cell<bool>,
-    /// Buffers handed out and not yet returned.
+    /// Buffers out of the ring, not yet returned: handed out (plain ring), or filled to
+    /// their end by the kernel (incremental ring).
     out: Cell<u32>,
     /// Buffers returned to the ring so far: a reader that found the ring empty waits for
     /// this count to move past the value it saw ([`BufRing::poll_returned_since`]).
@@ -70,7 +81,23 @@ struct Inner {
     /// The ring position (tail value) each buffer was last pushed at: a bundle CQE names
     /// its first buffer only, and the rest follow it in ring order.
     slot_of: Box<[Cell<u16>]>,
+    /// An incremental ring's per-buffer state; `None` for a plain ring.
+    inc: Option<Box<[IncBuf]>>,
 }
+
+/// One buffer of an incremental ring.
+#[derive(Default)]
+struct IncBuf {
+    /// Bytes the kernel has filled, in CQE order: the next CQE naming the buffer starts
+    /// here. At `buf_len` the kernel has moved past the buffer.
+    filled: Cell<u32>,
+    /// CQEs whose offsets were assigned and chunks not yet dropped: the buffer goes back
+    /// to the ring when this is 0 and it is filled.
+    refs: Cell<u32>,
+}
+
+/// `IOU_PBUF_RING_INC`: the kernel consumes the ring's buffers incrementally (Linux 6.12).
+const IOU_PBUF_RING_INC: u16 = 2;
 
 impl BufRing {
     /// Maps, fills and registers a ring of `entries` buffers of `buf_len` bytes each.
@@ -78,6 +105,25 @@ impl BufRing {
     /// `entries` must be a power of two up to 32768, `buf_len` non-zero. Must be called inside
     /// a runtime; the ring belongs to the current core.
     pub fn new(entries: u16, buf_len: u32) -> io::Result<BufRing> {
+        BufRing::build(entries, buf_len, false)
+    }
+
+    /// Like [`new`](BufRing::new), but the kernel consumes the buffers incrementally
+    /// (`IOU_PBUF_RING_INC`, Linux 6.12; see the module documentation): a receive takes
+    /// only the bytes it needs from the head buffer, so large buffers serve many small
+    /// messages.
+    ///
+    /// The offset of a CQE's bytes in its buffer follows from the order the kernel posted
+    /// the CQEs in. Ops that pick from this ring must be multishot ops registered with
+    /// [`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring), whose offsets the
+    /// driver assigns as it reaps (see [`Cqe::buf_offset`]); a CQE without one is placed
+    /// when [`take`](BufRing::take) sees it, which is right only when CQEs are taken in the
+    /// order they were posted. Fails with the kernel's error on a kernel without it.
+    pub fn incremental(entries: u16, buf_len: u32) -> io::Result<BufRing> {
+        BufRing::build(entries, buf_len, true)
+    }
+
+    fn build(entries: u16, buf_len: u32, incremental: bool) -> io::Result<BufRing> {
         if !entries.is_power_of_two() || entries > 32768 || buf_len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -108,18 +154,25 @@ impl BufRing {
             waiters: RefCell::new(Vec::new()),
             empty: Cell::new(0),
             slot_of: (0..entries).map(|_| Cell::new(0)).collect(),
+            inc: incremental.then(|| (0..entries).map(|_| IncBuf::default()).collect()),
         };
         for bid in 0..entries {
             inner.push(bid);
         }
         inner.publish();
+        let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
         let res = context::with_driver(|d| {
             // SAFETY: the ring memory is mapped, page-aligned and stays valid until the group is
             // unregistered (in `Inner::drop`, before the unmap).
-            unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid) }
+            unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid, flags) }
         });
         if let Err(e) = res {
-            return Err(context(e, "registering a buffer ring (needs Linux 5.19)"));
+            let what = if incremental {
+                "registering an incremental buffer ring (IOU_PBUF_RING_INC needs Linux 6.12)"
+            } else {
+                "registering a buffer ring (needs Linux 5.19)"
+            };
+            return Err(context(e, what));
         }
         inner.registered.set(true);
         Ok(BufRing {
@@ -137,7 +190,14 @@ impl BufRing {
         self.inner.buf_len
     }
 
-    /// Buffers handed out as [`RingBuf`]s and not yet returned.
+    /// Whether the kernel consumes this ring's buffers incrementally
+    /// ([`incremental`](BufRing::incremental)).
+    pub fn is_incremental(&self) -> bool {
+        self.inner.inc.is_some()
+    }
+
+    /// Buffers out of the ring and not yet returned: handed out as [`RingBuf`]s (on an
+    /// incremental ring: filled to their end by the kernel, some chunk of them still held).
     pub fn outstanding(&self) -> u32 {
         self.inner.out.get()
     }
@@ -194,67 +254,170 @@ impl BufRing {
     }
 
     /// The buffer the kernel filled for `cqe` (which must come from an op that selected from
-    /// this ring), holding `cqe`'s result in bytes. `None` if the CQE carries no buffer.
+    /// this ring), holding `cqe`'s result in bytes. `None` if the CQE carries no buffer (or,
+    /// on an incremental ring, no bytes: the kernel kept the buffer). For a bundle's CQE
+    /// use [`take_bundle`](BufRing::take_bundle); this gives its first buffer only.
     pub fn take(&self, cqe: &Cqe) -> Option<RingBuf> {
-        let bid = cqe.buffer_id()?;
-        let len = match &cqe.result {
-            Ok(n) => (*n).min(self.inner.buf_len) as usize,
-            Err(_) => 0,
-        };
-        Some(self.buf(bid, len))
+        let mut first = None;
+        self.take_each(cqe, |b| {
+            if first.is_none() {
+                first = Some(b);
+            }
+        });
+        first
     }
 
     /// The buffers the kernel filled for a bundle receive's `cqe`
     /// (`IORING_RECVSEND_BUNDLE`, Linux 6.10): the CQE names the first buffer and the byte
-    /// count; the kernel filled that buffer and the ones after it in ring order, each whole
-    /// but the last. Pushes them onto `out` in order, and returns how many. Also right for
-    /// a CQE of a plain receive (one buffer).
+    /// count; the kernel filled that buffer and the ones after it in ring order, each to its
+    /// end but the last. Pushes them onto `out` in order, and returns how many. Also right
+    /// for a CQE of a plain receive (one buffer).
     pub fn take_bundle(&self, cqe: &Cqe, out: &mut std::collections::VecDeque<RingBuf>) -> usize {
+        self.take_each(cqe, |b| out.push_back(b))
+    }
+
+    /// Hands each buffer the kernel filled for `cqe` to `f`, in order (see
+    /// [`take_bundle`](BufRing::take_bundle)), and returns how many; a CQE of one buffer
+    /// allocates nothing.
+    pub fn take_each(&self, cqe: &Cqe, mut f: impl FnMut(RingBuf)) -> usize {
         let Some(first) = cqe.buffer_id() else {
             return 0;
         };
-        let mut left = match &cqe.result {
+        if first >= self.inner.entries {
+            return 0;
+        }
+        let total = match &cqe.result {
             Ok(n) => *n as usize,
             Err(_) => 0,
         };
         let len = self.inner.buf_len as usize;
-        if left <= len {
-            out.push_back(self.buf(first, left));
-            return 1;
-        }
-        // Where `first` sat in the ring: the kernel took the entries from there on. They
-        // cannot have been overwritten yet: a slot is reused only after every buffer pushed
-        // since it, these included, came back.
-        let mut slot = self.inner.slot_of[usize::from(first)].get();
-        let mut n = 0;
-        while left > 0 {
-            let bid = self.inner.bid_at(slot);
-            let take = left.min(len);
-            out.push_back(self.buf(bid, take));
-            left -= take;
-            slot = slot.wrapping_add(1);
+        let mut off = match &self.inner.inc {
+            None => 0,
+            // Nothing received: the kernel did not consume the buffer.
+            Some(_) if total == 0 => return 0,
+            Some(_) => match cqe.buf_offset() {
+                Some(off) => off as usize,
+                None => self.inner.consume(first, total) as usize,
+            },
+        };
+        let mut left = total;
+        let (mut bid, mut slot, mut n) = (first, self.inner.slot_of[usize::from(first)].get(), 0);
+        loop {
+            let take = left.min(len.saturating_sub(off));
+            if self.inner.inc.is_none() {
+                self.inner.out.set(self.inner.out.get() + 1);
+            }
+            f(RingBuf {
+                ring: self.inner.clone(),
+                bid,
+                start: off,
+                len: off + take,
+            });
             n += 1;
+            left -= take;
+            if left == 0 || take == 0 {
+                return n;
+            }
+            // The rest follow in ring order, each from its start. Their entries cannot
+            // have been overwritten yet: a slot is reused only after every buffer pushed
+            // since it, these included, came back.
+            slot = slot.wrapping_add(1);
+            bid = self.inner.bid_at(slot);
+            off = 0;
         }
-        n
     }
 
-    /// The buffer `bid` with `len` filled bytes, as the kernel reported it.
+    /// Assigns the offset of an incremental ring's CQE as the driver reaps it (CQEs are
+    /// reaped in the order the kernel consumed the buffers): advances the buffers' fill and
+    /// returns where the CQE's bytes start in its first buffer. `None` on a plain ring or
+    /// for a CQE without bytes.
+    pub(crate) fn assign_offset(&self, res: i32, flags: u32) -> Option<u32> {
+        self.inner.inc.as_ref()?;
+        let bid = io_uring::cqueue::buffer_select(flags)?;
+        if res <= 0 || bid >= self.inner.entries {
+            return None;
+        }
+        Some(self.inner.consume(bid, res as usize))
+    }
+
+    /// The buffer `bid` with `len` filled bytes, as the kernel reported it (on an
+    /// incremental ring: the next `len` bytes the kernel put in it, at most to its end).
     ///
     /// # Panics
     /// If `bid` is out of range.
     pub fn buf(&self, bid: u16, len: usize) -> RingBuf {
         assert!(bid < self.inner.entries, "buffer id {bid} out of range");
+        let buf_len = self.inner.buf_len as usize;
+        if self.inner.inc.is_some() {
+            let start = self.inner.consume(bid, len.min(buf_len)) as usize;
+            return RingBuf {
+                ring: self.inner.clone(),
+                bid,
+                start,
+                len: (start + len).min(buf_len),
+            };
+        }
         self.inner.out.set(self.inner.out.get() + 1);
         RingBuf {
             ring: self.inner.clone(),
             bid,
             start: 0,
-            len: len.min(self.inner.buf_len as usize),
+            len: len.min(buf_len),
         }
     }
 }
 
 impl Inner {
+    /// An incremental ring: the kernel put `len` more bytes in the buffers from `first` on
+    /// (a bundle's run on in ring order). Advances their fill, takes a reference on each
+    /// (dropped with its chunk), and returns where the bytes start in `first`.
+    fn consume(&self, first: u16, len: usize) -> u32 {
+        let Some(inc) = &self.inc else {
+            return 0;
+        };
+        let buf_len = self.buf_len as usize;
+        let start = inc[usize::from(first)].filled.get();
+        let (mut bid, mut slot, mut left) = (first, self.slot_of[usize::from(first)].get(), len);
+        loop {
+            let b = &inc[usize::from(bid)];
+            let off = b.filled.get() as usize;
+            let take = left.min(buf_len - off.min(buf_len));
+            b.filled.set((off + take) as u32);
+            b.refs.set(b.refs.get() + 1);
+            if take > 0 && off + take == buf_len {
+                // The kernel moved past it: out of the ring until its chunks are dropped.
+                self.out.set(self.out.get() + 1);
+            }
+            left -= take;
+            if left == 0 || take == 0 {
+                return start;
+            }
+            slot = slot.wrapping_add(1);
+            bid = self.bid_at(slot);
+        }
+    }
+
+    /// A chunk of buffer `bid` was dropped: the buffer goes back to the ring unless the
+    /// kernel may still fill it or other chunks of it are held.
+    fn release(&self, bid: u16) {
+        if let Some(inc) = &self.inc {
+            let b = &inc[usize::from(bid)];
+            b.refs.set(b.refs.get().saturating_sub(1));
+            if b.refs.get() != 0 || b.filled.get() < self.buf_len {
+                return;
+            }
+            b.filled.set(0);
+        }
+        self.push(bid);
+        self.publish();
+        self.out.set(self.out.get() - 1);
+        self.returned.set(self.returned.get() + 1);
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        for w in waiters {
+            w.wake();
+        }
+    }
+
     /// Registers `cx`'s waker for the next buffer return (once per task).
     fn wait(&self, cx: &mut Context<'_>) {
         let mut waiters = self.waiters.borrow_mut();
@@ -273,8 +436,8 @@ impl Inner {
     fn bid_at(&self, slot: u16) -> u16 {
         let idx = (slot & (self.entries - 1)) as usize;
         // SAFETY: `idx < entries`, inside the mapping. The entry holds the id we wrote when
-        // pushing it (the kernel does not write ids; without incremental consumption it
-        // does not touch entries at all).
+        // pushing it (the kernel does not write ids; with incremental consumption it writes
+        // only the head entry's address and length).
         unsafe { (*self.ring.as_ptr().add(idx)).bid() }
     }
 
@@ -340,7 +503,11 @@ const CORE_RING_START: u16 = 16;
 /// The current core's shared receive ring, made (mapped and registered) on first use: the
 /// provided buffers every connection on this core reads into, so an idle connection owns no
 /// receive buffer. Its buffer length comes from
-/// [`Builder::recv_buffers`](crate::Builder::recv_buffers); it starts with 16 buffers and
+/// [`Builder::recv_buffers`](crate::Builder::recv_buffers), and it is
+/// [incremental](BufRing::incremental) when
+/// [`Features::recv_incremental`](crate::Features::recv_incremental) is granted (ops that
+/// pick from it must then register it with
+/// [`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring)); it starts with 16 buffers and
 /// doubles each time a receive finds it empty ([`grow_core_ring`]), up to the configured
 /// number: sized to the load, so a core with little traffic touches few pages.
 ///
@@ -363,10 +530,11 @@ pub fn core_ring() -> Option<BufRing> {
             _ => {}
         }
         let (max, len) = (features.recv_ring_entries, features.recv_ring_buf_len);
-        let (made, ring) = match BufRing::new(max.min(CORE_RING_START), len) {
-            Ok(ring) => (CoreRing::Ready(core, ring.clone()), Some(ring)),
-            Err(_) => (CoreRing::Failed(core), None),
-        };
+        let (made, ring) =
+            match BufRing::build(max.min(CORE_RING_START), len, features.recv_incremental) {
+                Ok(ring) => (CoreRing::Ready(core, ring.clone()), Some(ring)),
+                Err(_) => (CoreRing::Failed(core), None),
+            };
         // A ring of a core that ran on this thread before is dropped here (outside its
         // runtime it only unmaps; its ring fd is closed).
         let old = slot.replace(made);
@@ -393,7 +561,7 @@ pub fn grow_core_ring(ring: &BufRing) -> Option<BufRing> {
             return None;
         }
         let entries = current.entries().saturating_mul(2).min(max);
-        let bigger = BufRing::new(entries, current.buf_len()).ok()?;
+        let bigger = BufRing::build(entries, current.buf_len(), current.is_incremental()).ok()?;
         let old = slot.replace(CoreRing::Ready(core, bigger.clone()));
         drop(slot);
         drop(old);
@@ -433,9 +601,10 @@ impl fmt::Debug for BufRing {
 pub struct RingBuf {
     ring: Rc<Inner>,
     bid: u16,
-    /// Bytes before `start` were consumed.
+    /// Where the view starts: bytes before it were consumed ([`RingBuf::advance`]) or, on an
+    /// incremental ring, belong to earlier chunks of the buffer.
     start: usize,
-    /// Bytes the kernel filled.
+    /// The end of the bytes the kernel filled for this chunk.
     len: usize,
 }
 
@@ -460,16 +629,18 @@ impl Deref for RingBuf {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        // SAFETY: the kernel wrote `len` bytes into buffer `bid` and gave it to us; it will not
-        // touch it again until we push it back to the ring (in Drop); `start <= len`.
+        // SAFETY: the kernel wrote bytes `start..len` of buffer `bid` and gave them to us; it
+        // will not touch them again until the buffer is pushed back to the ring (in Drop, once
+        // every chunk of it is gone; an incremental ring's kernel writes only past the bytes
+        // it reported); `start <= len <= buf_len`.
         unsafe { std::slice::from_raw_parts(self.ptr(), self.len - self.start) }
     }
 }
 
 // SAFETY: the bytes live in the ring's buffer memory, which the `Rc<Inner>` this value holds
 // keeps allocated and in place (module invariant); moving the `RingBuf` moves only that
-// handle. The kernel wrote the first `len` bytes, so `len - start` from `ptr()` are
-// initialised, and no op of the ring picks this buffer until it is pushed back in `Drop`.
+// handle. The kernel wrote bytes `start..len`, so `len - start` from `ptr()` are
+// initialised, and no op of the ring writes them until the buffer is pushed back (`Drop`).
 unsafe impl super::IoBuf for RingBuf {
     fn stable_ptr(&self) -> *const u8 {
         self.ptr()
@@ -486,14 +657,7 @@ unsafe impl super::IoBuf for RingBuf {
 
 impl Drop for RingBuf {
     fn drop(&mut self) {
-        self.ring.push(self.bid);
-        self.ring.publish();
-        self.ring.out.set(self.ring.out.get() - 1);
-        self.ring.returned.set(self.ring.returned.get() + 1);
-        let waiters = std::mem::take(&mut *self.ring.waiters.borrow_mut());
-        for w in waiters {
-            w.wake();
-        }
+        self.ring.release(self.bid);
     }
 }
 

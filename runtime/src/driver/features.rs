@@ -30,8 +30,10 @@ pub(crate) mod bit {
     pub(crate) const DIRECT_DESCRIPTORS: u16 = 1 << 6;
     /// [`super::Features::fixed_fd_install`].
     pub(crate) const FIXED_FD_INSTALL: u16 = 1 << 7;
+    /// [`super::Features::recv_incremental`].
+    pub(crate) const RECV_INCREMENTAL: u16 = 1 << 8;
     /// Every feature: what a default [`crate::Builder`] asks for.
-    pub(crate) const ALL: u16 = (1 << 8) - 1;
+    pub(crate) const ALL: u16 = (1 << 9) - 1;
 }
 
 /// Default [`Features::recv_ring_entries`].
@@ -128,6 +130,16 @@ pub struct Features {
     /// `IORING_OP_FIXED_FD_INSTALL` (Linux 6.8) is supported (the opcode probe): a direct
     /// descriptor can be turned into a regular fd. No builder switch.
     pub fixed_fd_install: bool,
+    /// The read path's buffer ring is consumed incrementally (`IOU_PBUF_RING_INC`, Linux
+    /// 6.12): a receive takes only the bytes it needs from the buffer at the ring's head,
+    /// so small messages pack into one buffer instead of taking one each. Needs
+    /// [`buf_ring`](Features::buf_ring) (and is used with
+    /// [`recv_multishot`](Features::recv_multishot)); granted on Linux 6.16 or newer, where
+    /// the kernel posts the CQEs of all ops sharing a ring in the order they consumed it
+    /// (the offsets follow from that order; earlier kernels could post a stopping
+    /// multishot's last CQE late). Builder switch:
+    /// [`Builder::recv_incremental`](crate::Builder::recv_incremental).
+    pub recv_incremental: bool,
     /// Entries of the per-core provided-buffer ring the read path creates (a power of two,
     /// default 1024). Set with [`Builder::recv_buffers`](crate::Builder::recv_buffers).
     pub recv_ring_entries: u16,
@@ -159,6 +171,7 @@ impl Features {
             recv_bundle: on(bit::RECV_BUNDLE),
             direct_descriptors: on(bit::DIRECT_DESCRIPTORS),
             fixed_fd_install: on(bit::FIXED_FD_INSTALL),
+            recv_incremental: on(bit::RECV_INCREMENTAL),
             recv_ring_entries: config.recv_ring_entries,
             recv_ring_buf_len: config.recv_ring_buf_len,
             fixed_files: 0,
@@ -167,7 +180,7 @@ impl Features {
     }
 
     /// Each feature's name, bit and state, in `Display` order.
-    fn each(&self) -> [(&'static str, u16, bool); 8] {
+    fn each(&self) -> [(&'static str, u16, bool); 9] {
         [
             (
                 "registered_ring_fd",
@@ -188,6 +201,11 @@ impl Features {
                 "fixed_fd_install",
                 bit::FIXED_FD_INSTALL,
                 self.fixed_fd_install,
+            ),
+            (
+                "recv_incremental",
+                bit::RECV_INCREMENTAL,
+                self.recv_incremental,
             ),
         ]
     }
@@ -258,13 +276,18 @@ pub(crate) fn probe(
     grant(bit::REGISTERED_RING_FD, registered_ring_fd);
     grant(bit::NO_SQARRAY, flags.no_sqarray);
     grant(bit::MIN_TIMEOUT, params.is_feature_min_timeout());
-    let buf_ring = config.asks(bit::BUF_RING) && buf_ring_works(ring);
+    let buf_ring = config.asks(bit::BUF_RING) && buf_ring_works(ring, 0);
     grant(bit::BUF_RING, buf_ring);
     // IORING_RECV_MULTISHOT came in 6.0 with no feature flag of its own; IORING_OP_SEND_ZC
     // came in the same release and the probe sees it.
+    let multishot = buf_ring && supported(opcode::SendZc::CODE);
+    grant(bit::RECV_MULTISHOT, multishot);
     grant(
-        bit::RECV_MULTISHOT,
-        buf_ring && supported(opcode::SendZc::CODE),
+        bit::RECV_INCREMENTAL,
+        buf_ring
+            && config.asks(bit::RECV_INCREMENTAL)
+            && kernel_at_least(6, 16)
+            && buf_ring_works(ring, IOU_PBUF_RING_INC),
     );
     grant(
         bit::RECV_BUNDLE,
@@ -309,9 +332,40 @@ pub(crate) fn nofile_soft_limit() -> u64 {
     soft
 }
 
-/// Whether the kernel takes a provided-buffer ring: registers a one-entry ring under a
-/// group id nothing else on this (new) ring uses yet, and unregisters it.
-fn buf_ring_works(ring: &IoUring) -> bool {
+/// `IOU_PBUF_RING_INC` (Linux 6.12).
+const IOU_PBUF_RING_INC: u16 = 2;
+
+/// Whether the running kernel's release (`uname -r`) is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    // SAFETY: `utsname` is plain bytes; uname(2) fills the one it is given.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable `utsname` for the call.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return false;
+    }
+    let release: String = uts
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8 as char)
+        .collect();
+    release_at_least(&release, major, minor)
+}
+
+/// Whether a kernel release string (`6.18.0-foo`) is at least `major.minor`.
+fn release_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
+/// Whether the kernel takes a provided-buffer ring with `flags`: registers a one-entry ring
+/// under a group id nothing else on this (new) ring uses yet, and unregisters it.
+fn buf_ring_works(ring: &IoUring, flags: u16) -> bool {
     /// Group id of the probe's ring, unregistered before any other ring is registered.
     const PROBE_BGID: u16 = u16::MAX;
     // One page: the kernel wants the ring page-aligned, and a `struct io_uring_buf` (16
@@ -336,7 +390,7 @@ fn buf_ring_works(ring: &IoUring) -> bool {
     // registered).
     let registered = unsafe {
         ring.submitter()
-            .register_buf_ring_with_flags(addr as u64, 1, PROBE_BGID, 0)
+            .register_buf_ring_with_flags(addr as u64, 1, PROBE_BGID, flags)
             .is_ok()
     };
     let ok = registered && ring.submitter().unregister_buf_ring(PROBE_BGID).is_ok();
@@ -356,14 +410,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(release_at_least("6.18.0-1-amd64", 6, 16));
+        assert!(release_at_least("6.16", 6, 16));
+        assert!(release_at_least("7.0.1", 6, 16));
+        assert!(!release_at_least("6.15.9", 6, 16));
+        assert!(!release_at_least("5.19.0", 6, 16));
+        assert!(!release_at_least("", 6, 16));
+        assert!(!release_at_least("garbage", 6, 16));
+    }
+
+    #[test]
     fn display_names_granted_and_why_the_rest_is_off() {
         let mut config = RingConfig::all(8, 16);
         let f = Features::new(&config, bit::ALL);
         assert_eq!(
             f.to_string(),
             "granted: registered_ring_fd|no_sqarray|min_timeout|buf_ring|recv_multishot|\
-             recv_bundle|direct_descriptors|fixed_fd_install; off: (none); recv buffers \
-             1024x16384"
+             recv_bundle|direct_descriptors|fixed_fd_install|recv_incremental; off: (none); \
+             recv buffers 1024x16384"
         );
         config.asked &= !(bit::MIN_TIMEOUT | bit::RECV_BUNDLE);
         let f = Features::new(&config, bit::ALL & !bit::FIXED_FD_INSTALL);
@@ -371,8 +436,8 @@ mod tests {
         assert_eq!(
             f.to_string(),
             "granted: registered_ring_fd|no_sqarray|buf_ring|recv_multishot|\
-             direct_descriptors; off: min_timeout (builder), recv_bundle (builder), \
-             fixed_fd_install (kernel); recv buffers 1024x16384"
+             direct_descriptors|recv_incremental; off: min_timeout (builder), recv_bundle \
+             (builder), fixed_fd_install (kernel); recv buffers 1024x16384"
         );
         let f = Features::new(&config, 0);
         assert!(f

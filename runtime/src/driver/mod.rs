@@ -334,7 +334,7 @@ impl Driver {
         Ok(())
     }
 
-    /// Registers a provided-buffer ring under `bgid`.
+    /// Registers a provided-buffer ring under `bgid`, with `flags` (`IOU_PBUF_RING_*`).
     ///
     /// # Safety
     /// `addr` points to `entries` page-aligned `io_uring_buf`s that stay valid until
@@ -344,12 +344,13 @@ impl Driver {
         addr: u64,
         entries: u16,
         bgid: u16,
+        flags: u16,
     ) -> io::Result<()> {
         // SAFETY: forwarded from the caller.
         unsafe {
             self.ring
                 .submitter()
-                .register_buf_ring_with_flags(addr, entries, bgid, 0)
+                .register_buf_ring_with_flags(addr, entries, bgid, flags)
         }
     }
 

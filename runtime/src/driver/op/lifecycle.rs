@@ -41,7 +41,8 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::{cqueue, squeue};
 
-use super::{close_raw, Cqe, Release};
+use super::{close_raw, Cqe, Release, NO_OFFSET};
+use crate::buf::BufRing;
 use crate::driver::slots::Slots;
 use crate::driver::Driver;
 
@@ -133,8 +134,11 @@ pub(crate) struct AfterReap {
 /// A multishot op's slot: boxed, so the common single-shot slot stays small.
 pub(crate) struct MultiSlot {
     pub(crate) waker: Option<Waker>,
-    /// Raw (result, flags) of CQEs not yet yielded.
-    pub(crate) queue: VecDeque<(i32, u32)>,
+    /// Raw (result, flags, buffer offset or [`NO_OFFSET`]) of CQEs not yet yielded.
+    pub(crate) queue: VecDeque<(i32, u32, u32)>,
+    /// The incremental buffer ring the op picks from, if any: each CQE's offset in its
+    /// buffer is assigned as it is reaped (see [`BufRing::incremental`]).
+    pub(crate) ring: Option<BufRing>,
     /// The kernel posted the CQE without `F_MORE`: nothing more will come.
     pub(crate) done: bool,
     /// Queued CQEs at which the driver cancels the op (0: no limit), so that a reader who
@@ -185,7 +189,11 @@ impl Lifecycle {
             },
             Lifecycle::Multi(m) => {
                 m.done = !cqueue::more(flags);
-                m.queue.push_back((res, flags));
+                let off = match &m.ring {
+                    Some(ring) => ring.assign_offset(res, flags).unwrap_or(NO_OFFSET),
+                    None => NO_OFFSET,
+                };
+                m.queue.push_back((res, flags, off));
                 if m.backlog != 0
                     && !m.done
                     && !m.throttled
@@ -200,7 +208,8 @@ impl Lifecycle {
                 }
             }
             Lifecycle::IgnoredMulti { data } => {
-                if let Some(index) = data.late(res, flags) {
+                // Reaped in order: a late CQE of an incremental ring is placed as it is taken.
+                if let Some(index) = data.late(res, flags, NO_OFFSET) {
                     fixed_closes.push(index);
                 }
                 if cqueue::more(flags) {
@@ -218,18 +227,19 @@ impl Lifecycle {
     }
 }
 
-/// What the data of a dropped multishot op does with each CQE that still arrives. Runs
-/// inside the driver, so it cannot push SQEs: a direct descriptor to close is returned, and
-/// the driver closes it through the ring once the reap pass ends.
+/// What the data of a dropped multishot op does with each CQE that still arrives (`off`:
+/// its buffer offset, or [`NO_OFFSET`]). Runs inside the driver, so it cannot push SQEs: a
+/// direct descriptor to close is returned, and the driver closes it through the ring once
+/// the reap pass ends.
 pub(crate) trait LateCqe: 'static {
-    fn late(&self, res: i32, flags: u32) -> Option<u32>;
+    fn late(&self, res: i32, flags: u32, off: u32) -> Option<u32>;
 }
 
 /// Data whose late CQEs carry nothing to release.
 pub(crate) struct Plain<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for Plain<T> {
-    fn late(&self, _res: i32, _flags: u32) -> Option<u32> {
+    fn late(&self, _res: i32, _flags: u32, _off: u32) -> Option<u32> {
         None
     }
 }
@@ -238,7 +248,7 @@ impl<T: 'static> LateCqe for Plain<T> {
 pub(crate) struct ClosesFd<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for ClosesFd<T> {
-    fn late(&self, res: i32, _flags: u32) -> Option<u32> {
+    fn late(&self, res: i32, _flags: u32, _off: u32) -> Option<u32> {
         if res >= 0 {
             close_raw(res);
         }
@@ -251,7 +261,7 @@ impl<T: 'static> LateCqe for ClosesFd<T> {
 pub(crate) struct ClosesFixed<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for ClosesFixed<T> {
-    fn late(&self, res: i32, _flags: u32) -> Option<u32> {
+    fn late(&self, res: i32, _flags: u32, _off: u32) -> Option<u32> {
         (res >= 0).then_some(res as u32)
     }
 }
@@ -259,8 +269,8 @@ impl<T: 'static> LateCqe for ClosesFixed<T> {
 pub(crate) struct Releasing<T>(pub(crate) T);
 
 impl<T: Release> LateCqe for Releasing<T> {
-    fn late(&self, res: i32, flags: u32) -> Option<u32> {
-        self.0.release(Cqe::from_raw(res, flags));
+    fn late(&self, res: i32, flags: u32, off: u32) -> Option<u32> {
+        self.0.release(Cqe::from_raw_at(res, flags, off));
         None
     }
 }
@@ -299,10 +309,16 @@ impl Driver {
     }
 
     /// Takes a slot for a multishot op and pushes its SQE.
-    pub(crate) fn submit_multi(&mut self, sqe: squeue::Entry, backlog: u16) -> usize {
+    pub(crate) fn submit_multi(
+        &mut self,
+        sqe: squeue::Entry,
+        backlog: u16,
+        ring: Option<BufRing>,
+    ) -> usize {
         let key = self.ops.insert(Lifecycle::Multi(Box::new(MultiSlot {
             waker: None,
             queue: Default::default(),
+            ring,
             done: false,
             backlog,
             throttled: false,
@@ -352,8 +368,8 @@ impl Driver {
             return Poll::Pending;
         }
         match queue.pop_front() {
-            Some((res, flags)) => {
-                let cqe = Cqe::from_raw(res, flags);
+            Some((res, flags, off)) => {
+                let cqe = Cqe::from_raw_at(res, flags, off);
                 if !cqe.more() {
                     self.ops.remove(key);
                 }
@@ -398,8 +414,8 @@ impl Driver {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
         let mut fixed_closes = Vec::new();
-        for (res, flags) in m.queue.drain(..) {
-            fixed_closes.extend(data.late(res, flags));
+        for (res, flags, off) in m.queue.drain(..) {
+            fixed_closes.extend(data.late(res, flags, off));
         }
         let done = m.done;
         for index in fixed_closes {

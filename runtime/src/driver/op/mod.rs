@@ -66,6 +66,9 @@ fn patch_sqe(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry
     unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
+/// A queued CQE without an incremental ring's buffer offset (offsets are below 1 MiB).
+pub(crate) const NO_OFFSET: u32 = u32::MAX;
+
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
 pub struct Cqe {
@@ -73,6 +76,8 @@ pub struct Cqe {
     pub result: io::Result<u32>,
     /// The CQE's flags (`IORING_CQE_F_*`).
     pub flags: u32,
+    /// See [`Cqe::buf_offset`].
+    buf_offset: Option<u32>,
 }
 
 impl Cqe {
@@ -83,7 +88,27 @@ impl Cqe {
         } else {
             Ok(res as u32)
         };
-        Cqe { result, flags }
+        Cqe {
+            result,
+            flags,
+            buf_offset: None,
+        }
+    }
+
+    /// A raw CQE whose bytes start `off` bytes into its provided buffer (an incremental
+    /// ring's offset, assigned as it was reaped); [`NO_OFFSET`] for none.
+    pub(crate) fn from_raw_at(res: i32, flags: u32, off: u32) -> Self {
+        let mut cqe = Cqe::from_raw(res, flags);
+        cqe.buf_offset = (off != NO_OFFSET).then_some(off);
+        cqe
+    }
+
+    /// Where this CQE's bytes start in its provided buffer, when it picked from an
+    /// incremental ring ([`BufRing::incremental`](crate::buf::BufRing::incremental)) and
+    /// its op registered the ring ([`MultiOp::with_buf_ring`]): the driver assigns it as
+    /// it reaps the CQE, in the order the kernel posted them. `None` otherwise.
+    pub fn buf_offset(&self) -> Option<u32> {
+        self.buf_offset
     }
 
     /// Whether the kernel will post more CQEs for this op (`IORING_CQE_F_MORE`).

@@ -36,6 +36,9 @@ pub struct MultiOp<T: 'static> {
     late: fn(T) -> Box<dyn LateCqe>,
     /// Queued CQEs at which the driver cancels the op (0: no limit).
     backlog: u16,
+    /// The incremental buffer ring the op picks from ([`MultiOp::with_buf_ring`]), handed
+    /// to the driver at submission.
+    buf_ring: Option<crate::buf::BufRing>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -62,6 +65,7 @@ impl<T: 'static> MultiOp<T> {
                 |t| Box::new(Plain(t))
             },
             backlog: 0,
+            buf_ring: None,
             _not_sync: PhantomData,
         }
     }
@@ -82,6 +86,7 @@ impl<T: 'static> MultiOp<T> {
             },
             late: |t| Box::new(ClosesFixed(t)),
             backlog: 0,
+            buf_ring: None,
             _not_sync: PhantomData,
         }
     }
@@ -102,6 +107,7 @@ impl<T: 'static> MultiOp<T> {
             },
             late: |t| Box::new(Releasing(t)),
             backlog: 0,
+            buf_ring: None,
             _not_sync: PhantomData,
         }
     }
@@ -113,6 +119,16 @@ impl<T: 'static> MultiOp<T> {
     /// provided buffer. `0` (the default) is no limit. Takes effect at submission.
     pub fn with_backlog(mut self, n: u16) -> Self {
         self.backlog = n;
+        self
+    }
+
+    /// Names the provided-buffer ring the op's SQE picks from. Needed for an incremental
+    /// ring ([`BufRing::incremental`](crate::buf::BufRing::incremental)): the driver then
+    /// assigns each CQE's offset in its buffer as it reaps it ([`Cqe::buf_offset`]), since
+    /// only the order the kernel posted them in says where the bytes are. Other rings need
+    /// nothing and are not kept. Takes effect at submission.
+    pub fn with_buf_ring(mut self, ring: &crate::buf::BufRing) -> Self {
+        self.buf_ring = ring.is_incremental().then(|| ring.clone());
         self
     }
 
@@ -150,7 +166,9 @@ impl<T: 'static> MultiOp<T> {
             .unwrap_or_else(|| panic!("an io_uring op was polled outside of a runtime"));
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
-                let key = context::with_driver(|d| d.submit_multi((**sqe).clone(), self.backlog));
+                let ring = self.buf_ring.take();
+                let key =
+                    context::with_driver(|d| d.submit_multi((**sqe).clone(), self.backlog, ring));
                 let State::Unsubmitted { data, .. } =
                     std::mem::replace(&mut self.state, State::Done)
                 else {
