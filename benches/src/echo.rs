@@ -6,9 +6,9 @@
 //! listener and thread on the server CPU (see `server.rs`), measured alternately:
 //! - `runtime`: `incoming()` and a `spawn_local` task per connection, `read_chunk` (the
 //!   default read path: a multishot recv into the core's provided-buffer ring) then
-//!   `write_all` of the chunk;
-//! - `runtime own-buffer read`: the same with owned-buffer `read` into one buffer per
-//!   connection reused, the previous default;
+//!   `write_chunk` of it (write-behind: the send's completion wakes no task);
+//! - `runtime own-buffer read`: owned-buffer `read` into one buffer per connection reused,
+//!   then owned `write_all`, the task woken for each: the previous default;
 //! - `tokio current-thread`: `accept` and `tokio::spawn`, `read` then `write_all`;
 //! - `raw ring`: the hand-written io_uring loop of `raw_echo.rs`;
 //! - with the `peers` feature, `monoio`, `glommio` and `tokio-uring` (`src/peers/`).
@@ -535,18 +535,20 @@ fn drive(
 /// `echoed` is told the size of each chunk echoed (`echo-cores` has it too).
 pub(crate) async fn runtime_conn(mut stream: net::TcpStream, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
-    // Hot path: one CQE of the multishot recv and (unless short) one send per message.
+    // Hot path: one CQE of the multishot recv and one send per message, the task woken
+    // once (the send's completion wakes nobody; the next write_chunk collects it).
     loop {
         let chunk = match stream.read_chunk().await {
             Ok(c) if !c.is_empty() => c,
             _ => break,
         };
         let n = chunk.len();
-        if stream.write_all(chunk).await.0.is_err() {
+        if stream.write_chunk(chunk).await.is_err() {
             break;
         }
         echoed(n as u64);
     }
+    let _ = futures::AsyncWriteExt::flush(&mut stream).await;
 }
 
 /// The previous default, for comparison: owned-buffer `read` into one buffer per

@@ -65,7 +65,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             client_cpu: cpus.client,
             notes: vec![format!(
                 "{}; client: tokio current-thread, one task per connection; RLIMIT_NOFILE \
-                 {nofile}; each row: this runtime's echo server (read_chunk, write_all) with \
+                 {nofile}; each row: this runtime's echo server (read_chunk, write_chunk) with \
                  the named Builder switch off",
                 cpus.describe()
             )],

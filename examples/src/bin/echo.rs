@@ -77,15 +77,18 @@ async fn accept_loop(listener: std::net::TcpListener) -> io::Result<()> {
 }
 
 /// Echoes each received chunk back as it is: the chunk is a buffer of the core's shared
-/// receive ring, so an idle connection holds no buffer and nothing is copied.
+/// receive ring, so an idle connection holds no buffer and nothing is copied. `write_chunk`
+/// only starts the send (the next one waits for it), so the task wakes once per message.
 async fn echo(mut stream: TcpStream) {
     loop {
         let chunk = match stream.read_chunk().await {
             Ok(chunk) if !chunk.is_empty() => chunk,
-            _ => return,
+            _ => break,
         };
-        if stream.write_all(chunk).await.0.is_err() {
+        if stream.write_chunk(chunk).await.is_err() {
             return;
         }
     }
+    // Send what is still in flight before the socket is dropped.
+    let _ = futures::AsyncWriteExt::flush(&mut stream).await;
 }

@@ -26,6 +26,17 @@ pub(crate) async fn read_chunk(
     std::future::poll_fn(|cx| read.poll_chunk(fd, cx)).await
 }
 
+/// Starts sending `chunk` after the bytes already written through `write` (see
+/// [`TcpStream::write_chunk`](crate::TcpStream::write_chunk)).
+pub(crate) async fn write_chunk(
+    fd: &crate::fd::SharedFd,
+    write: &mut WriteState,
+    chunk: Chunk,
+) -> std::io::Result<()> {
+    let mut chunk = Some(chunk);
+    std::future::poll_fn(|cx| write.poll_write_chunk(fd, cx, &mut chunk)).await
+}
+
 /// `AsRawFd` and `AsFd` for a type with a `fd: SharedFd` field. On a direct descriptor both
 /// install a regular fd on first use (see [`SharedFd::try_as_fd`](crate::fd::SharedFd)).
 macro_rules! impl_as_fd {

@@ -65,7 +65,7 @@ pub(crate) async fn write_all<B: IoBuf>(fd: &SharedFd, mut buf: B) -> (io::Resul
     let end = buf.bytes_init();
     let mut done = 0;
     while done < end {
-        let (res, slice) = ops::send(fd, buf.slice(done..end)).await;
+        let (res, slice) = ops::send_all(fd, buf.slice(done..end)).await;
         buf = slice.into_inner();
         match res {
             Ok(0) => {

@@ -28,9 +28,20 @@ impl<B: IoBuf> Completable for Send<B> {
 
 /// Sends `buf`'s initialised bytes on `fd`.
 pub(crate) fn send<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
+    send_flags(fd, buf, libc::MSG_NOSIGNAL)
+}
+
+/// Sends all of `buf`'s initialised bytes on stream socket `fd` (`MSG_WAITALL`: the kernel
+/// sends the rest of a short send itself, waiting for room in the socket buffer, so the
+/// op completes with every byte sent or an error).
+pub(crate) fn send_all<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
+    send_flags(fd, buf, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+}
+
+fn send_flags<B: IoBuf>(fd: &SharedFd, buf: B, flags: i32) -> Op<Send<B>> {
     let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
     let sqe = runtime::fd_sqe!(fd, |t| opcode::Send::new(t, buf.stable_ptr(), len)
-        .flags(libc::MSG_NOSIGNAL)
+        .flags(flags)
         .build());
     let data = Send {
         _fd: fd.clone(),

@@ -131,6 +131,21 @@ impl TcpStream {
         sio::read_chunk(&self.fd, &mut self.read).await
     }
 
+    /// Sends `chunk` after the bytes already written through the poll traits
+    /// (`AsyncWrite`) or an earlier `write_chunk`, without copying it, and returns as soon
+    /// as its send is started (write-behind, as `poll_write` does): it waits only for the
+    /// send before it. The chunk is held until its send is done. That send's error, if any,
+    /// is reported by the next `write_chunk`, poll-trait write, flush or close; flush or
+    /// close before dropping the socket, which cancels a send still in flight.
+    ///
+    /// An echo that answers with what it read copies nothing and wakes its task once per
+    /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
+    /// [`write_all`](Self::write_all) waits for its own send instead, and is not ordered with
+    /// the poll traits' writes or this one.
+    pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
+        sio::write_chunk(&self.fd, &mut self.write, chunk).await
+    }
+
     /// Reads once into `buf` (up to its total length, from its start) and gives it back with
     /// the count; `Ok(0)` is end of stream. A zero-length buffer gives `Ok(0)` at once.
     ///

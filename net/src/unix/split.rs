@@ -106,6 +106,21 @@ impl OwnedWriteHalf {
         OwnedWriteHalf { fd, write }
     }
 
+    /// Sends `chunk` after the bytes already written through the poll traits
+    /// (`AsyncWrite`) or an earlier `write_chunk`, without copying it, and returns as soon
+    /// as its send is started (write-behind, as `poll_write` does): it waits only for the
+    /// send before it. The chunk is held until its send is done. That send's error, if any,
+    /// is reported by the next `write_chunk`, poll-trait write, flush or close; flush or
+    /// close before dropping the socket, which cancels a send still in flight.
+    ///
+    /// An echo that answers with what it read copies nothing and wakes its task once per
+    /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
+    /// [`write_all`](Self::write_all) waits for its own send instead, and is not ordered with
+    /// the poll traits' writes or this one.
+    pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
+        sio::write_chunk(&self.fd, &mut self.write, chunk).await
+    }
+
     /// Writes once; as [`UnixStream::write`].
     pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         sio::write(&self.fd, buf).await

@@ -1,0 +1,184 @@
+//! `write_chunk`: a received chunk sent on as it is, write-behind. Byte-exact echoes of
+//! random sizes, order with the poll traits' writes, the task woken once per message of a
+//! request/response exchange, and a failed send reported by the next write.
+
+use std::future::Future;
+use std::io::{self, Read, Write};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::Duration;
+
+use futures::io::AsyncWriteExt;
+use net::{TcpListener, TcpStream, UnixStream};
+use runtime::time::timeout;
+use runtime::Builder;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Echoes with `read_chunk` and `write_chunk` until end of stream, then closes; returns the
+/// bytes echoed.
+async fn echo(mut stream: TcpStream) -> io::Result<u64> {
+    let mut total = 0;
+    loop {
+        let chunk = stream.read_chunk().await?;
+        if chunk.is_empty() {
+            stream.close().await?;
+            return Ok(total);
+        }
+        total += chunk.len() as u64;
+        stream.write_chunk(chunk).await?;
+    }
+}
+
+/// A future that counts its polls.
+struct Counted<F> {
+    inner: Pin<Box<F>>,
+    polls: Rc<std::cell::Cell<u64>>,
+}
+
+impl<F: Future> Future for Counted<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.set(self.polls.get() + 1);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+#[test]
+fn chunks_written_on_echo_random_sizes_byte_exact() {
+    // The default read path, and the own-buffer fallback (its chunks are copies).
+    for builder in [Builder::new(), Builder::new().recv_multishot(false)] {
+        let rt = builder.build().unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let data: Vec<u8> = (0..2u32 << 20).map(|i| (i * 7 + i / 251) as u8).collect();
+            let sent = data.clone();
+            let client = thread::spawn(move || -> io::Result<Vec<u8>> {
+                let mut s = std::net::TcpStream::connect(addr)?;
+                s.set_read_timeout(Some(Duration::from_secs(30)))?;
+                let mut w = s.try_clone()?;
+                let writer = thread::spawn(move || -> io::Result<()> {
+                    let mut at = 0;
+                    let mut x = 12345u32;
+                    while at < sent.len() {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let end = (at + 1 + (x % 40_000) as usize).min(sent.len());
+                        w.write_all(&sent[at..end])?;
+                        at = end;
+                    }
+                    w.shutdown(std::net::Shutdown::Write)
+                });
+                let mut back = Vec::new();
+                s.read_to_end(&mut back)?;
+                writer.join().unwrap()?;
+                Ok(back)
+            });
+            let (stream, _) = listener.accept().await.unwrap();
+            let echoed = timeout(LIMIT, echo(stream)).await.unwrap().unwrap();
+            let back = client.join().unwrap().unwrap();
+            assert_eq!(echoed, data.len() as u64);
+            assert!(back == data, "the echo differs from what was sent");
+        });
+    }
+}
+
+#[test]
+fn a_request_response_exchange_wakes_the_task_once_per_message() {
+    const ROUNDS: u64 = 2000;
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // A std client: one message, then wait for its echo, ROUNDS times.
+        let client = thread::spawn(move || -> io::Result<()> {
+            let mut s = std::net::TcpStream::connect(addr)?;
+            s.set_nodelay(true)?;
+            let mut back = [0u8; 64];
+            for i in 0..ROUNDS {
+                let msg = [i as u8; 64];
+                s.write_all(&msg)?;
+                s.read_exact(&mut back)?;
+                assert_eq!(back, msg, "round {i}");
+            }
+            Ok(())
+        });
+        let (stream, _) = listener.accept().await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let polls = Rc::new(std::cell::Cell::new(0));
+        let server = runtime::spawn_local(Counted {
+            inner: Box::pin(echo(stream)),
+            polls: polls.clone(),
+        });
+        let echoed = timeout(LIMIT, server).await.unwrap().unwrap().unwrap();
+        client.join().unwrap().unwrap();
+        assert_eq!(echoed, ROUNDS * 64);
+        // One wake per request (the send's completion wakes nobody), plus the first poll,
+        // end of stream, the close, and a few requests split across two receives.
+        let polls = polls.get();
+        println!("{polls} polls for {ROUNDS} round trips");
+        assert!(
+            polls < ROUNDS + ROUNDS / 10,
+            "{polls} polls for {ROUNDS} round trips: the send's completion woke the task"
+        );
+    });
+}
+
+#[test]
+fn chunks_and_poll_writes_arrive_in_order() {
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let (mut a, mut b) = UnixStream::pair().unwrap();
+        let (mut c, mut d) = UnixStream::pair().unwrap();
+        // Chunks of `c` to pass on through `a`, between writes of `a`'s own.
+        AsyncWriteExt::write_all(&mut c, b"-chunk-").await.unwrap();
+        c.flush().await.unwrap();
+        let chunk = d.read_chunk().await.unwrap();
+        assert_eq!(&chunk[..], b"-chunk-");
+        AsyncWriteExt::write_all(&mut a, b"before").await.unwrap();
+        a.write_chunk(chunk).await.unwrap();
+        AsyncWriteExt::write_all(&mut a, b"after").await.unwrap();
+        a.close().await.unwrap();
+        let mut got = Vec::new();
+        futures::io::AsyncReadExt::read_to_end(&mut b, &mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, b"before-chunk-after");
+        // An empty chunk (end of stream) sends nothing.
+        drop(c);
+        let eof = d.read_chunk().await.unwrap();
+        assert!(eof.is_empty());
+        let (mut e, mut f) = UnixStream::pair().unwrap();
+        e.write_chunk(eof).await.unwrap();
+        e.close().await.unwrap();
+        let mut got = Vec::new();
+        futures::io::AsyncReadExt::read_to_end(&mut f, &mut got)
+            .await
+            .unwrap();
+        assert!(got.is_empty());
+    });
+}
+
+#[test]
+fn a_failed_send_is_reported_by_the_next_write() {
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let (mut c, mut d) = UnixStream::pair().unwrap();
+        AsyncWriteExt::write_all(&mut c, b"x").await.unwrap();
+        c.flush().await.unwrap();
+        let chunk = d.read_chunk().await.unwrap();
+        // The peer is gone: the send fails (EPIPE, no SIGPIPE), and a later write says so.
+        drop(b);
+        a.write_chunk(chunk).await.unwrap();
+        let err = a.flush().await.expect_err("the failed send is reported");
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
+        // Reported once: the write direction goes on (and fails again on its own).
+        assert!(a.flush().await.is_ok());
+    });
+}
