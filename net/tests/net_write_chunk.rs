@@ -182,3 +182,99 @@ fn a_failed_send_is_reported_by_the_next_write() {
         assert!(a.flush().await.is_ok());
     });
 }
+
+#[test]
+fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
+    if std::env::var("RUNTIME_DISABLE").is_ok_and(|v| v.contains("recv_multishot")) {
+        eprintln!("skipped: RUNTIME_DISABLE turns the ring off");
+        return;
+    }
+    // 64 connections in request/response lockstep through 16 whole 4 KiB buffers: a chunk
+    // held until its connection's next message would hold 64 buffers, more than the ring
+    // has, and every connection would wait for a buffer none can give back.
+    const CONNS: usize = 64;
+    const ROUNDS: usize = 50;
+    let rt = Builder::new()
+        .recv_buffers(16, 4096)
+        .recv_incremental(false)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = thread::spawn(move || -> io::Result<()> {
+            let mut socks = (0..CONNS)
+                .map(|_| std::net::TcpStream::connect(addr))
+                .collect::<io::Result<Vec<_>>>()?;
+            for s in &socks {
+                s.set_read_timeout(Some(Duration::from_secs(20)))?;
+            }
+            let mut back = [0u8; 100];
+            for round in 0..ROUNDS {
+                for (i, s) in socks.iter_mut().enumerate() {
+                    s.write_all(&[(round + i) as u8; 100])?;
+                }
+                for (i, s) in socks.iter_mut().enumerate() {
+                    s.read_exact(&mut back)?;
+                    assert_eq!(back, [(round + i) as u8; 100]);
+                }
+            }
+            // Idle for a moment with every reply received, then end.
+            thread::sleep(Duration::from_millis(300));
+            Ok(())
+        });
+        let mut servers = Vec::new();
+        for _ in 0..CONNS {
+            let (stream, _) = listener.accept().await.unwrap();
+            servers.push(runtime::spawn_local(echo(stream)));
+        }
+        runtime::time::sleep(Duration::from_millis(150)).await;
+        // Every reply went out and the connections wait for more: no chunk is held.
+        let ring = runtime::buf::core_ring().unwrap();
+        assert_eq!(ring.outstanding(), 0, "a sent chunk is still held");
+        timeout(LIMIT, async {
+            for s in servers {
+                assert_eq!(s.await.unwrap().unwrap(), (ROUNDS * 100) as u64);
+            }
+        })
+        .await
+        .expect("the exchange stalled");
+        client.join().unwrap().unwrap();
+    });
+}
+
+#[test]
+fn bytes_written_before_a_drop_are_still_sent() {
+    let rt = Builder::new().build().unwrap();
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let data: Vec<u8> = (0..1u32 << 20).map(|i| (i % 253) as u8).collect();
+        let expect = data.clone();
+        // The reader starts late, so the last write is still in flight at the drop.
+        let client = thread::spawn(move || -> io::Result<Vec<u8>> {
+            let mut s = std::net::TcpStream::connect(addr)?;
+            thread::sleep(Duration::from_millis(200));
+            let mut got = Vec::new();
+            s.read_to_end(&mut got)?;
+            Ok(got)
+        });
+        let (mut stream, _) = listener.accept().await.unwrap();
+        for part in data.chunks(64 * 1024) {
+            AsyncWriteExt::write_all(&mut stream, part).await.unwrap();
+        }
+        // No flush, no close: dropped with a send in flight. The core keeps running (the
+        // send needs it) while the client reads.
+        drop(stream);
+        timeout(LIMIT, async {
+            while !client.is_finished() {
+                runtime::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the client never saw the end of the stream");
+        let got = client.join().unwrap().unwrap();
+        assert_eq!(got.len(), expect.len());
+        assert!(got == expect, "bytes lost at the drop");
+    });
+}

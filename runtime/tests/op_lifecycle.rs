@@ -201,3 +201,60 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
     // The runtime goes on: ops complete.
     rt.block_on(runtime::nop()).unwrap();
 }
+
+#[test]
+fn a_detached_op_runs_to_its_end_and_frees_its_data_then() {
+    let rt = Runtime::new().unwrap();
+    let (r, w) = common::pipe();
+    let token = Rc::new(());
+    rt.block_on(async {
+        let got = Rc::new(std::cell::Cell::new(None));
+        // Detached before its first poll: submitted by `detach`, and not cancelled.
+        let seen = got.clone();
+        tracked_read(&r, token.clone()).detach(move |cqe| seen.set(Some(cqe.result.unwrap())));
+        settle().await;
+        assert_eq!(got.get(), None, "nothing to read yet");
+        assert_eq!(
+            Rc::strong_count(&token),
+            2,
+            "data freed while the kernel owns it"
+        );
+        // The read completes when the pipe is written: `done` gets its CQE, and the data is
+        // freed right after.
+        write_all(&w, b"hello");
+        settle().await;
+        assert_eq!(got.get(), Some(5));
+        assert_eq!(Rc::strong_count(&token), 1);
+
+        // Detached after polling, once its CQE is already in: handled at once.
+        let mut op = tokio_test::task::spawn(tracked_read(&r, token.clone()));
+        assert_pending!(op.poll());
+        write_all(&w, b"hi");
+        settle().await;
+        let op = op.into_inner();
+        let seen = got.clone();
+        op.detach(move |cqe| seen.set(Some(cqe.result.unwrap())));
+        assert_eq!(got.get(), Some(2));
+        assert_eq!(Rc::strong_count(&token), 1);
+    });
+}
+
+#[test]
+fn shutdown_ends_a_detached_op_that_never_completes() {
+    let rt = Runtime::new().unwrap();
+    let (r, _w) = common::pipe();
+    let token = Rc::new(());
+    let got = Rc::new(std::cell::Cell::new(None));
+    rt.block_on(async {
+        let seen = got.clone();
+        tracked_read(&r, token.clone()).detach(move |cqe| {
+            seen.set(Some(cqe.result.unwrap_err().raw_os_error()));
+        });
+        settle().await;
+    });
+    // The runtime cancels what is in flight when it shuts down: the handler sees the
+    // cancel, and the data is freed.
+    drop(rt);
+    assert_eq!(got.get(), Some(Some(libc::ECANCELED)));
+    assert_eq!(Rc::strong_count(&token), 1);
+}

@@ -1,39 +1,39 @@
-//! The write direction behind `futures::io::AsyncWrite` (and tokio's) on a stream socket.
-//! (The read direction is `io::read`.)
+//! The write direction behind `futures::io::AsyncWrite` (and tokio's) on a stream socket,
+//! and `write_chunk`. (The read direction is `io::read`.)
 //!
 //! Poll-based callers lend their bytes only for one call, but the kernel needs a buffer it
-//! owns until the CQE, so `poll_write` copies the caller's bytes into a buffer of the
-//! socket's, starts a `send` and reports them written (write-behind, like a `BufWriter`);
-//! the next `poll_write`, `poll_flush` or `poll_close` first waits for that send and
-//! reports its error, if any. `write_chunk` does the same with a received chunk, without
-//! the copy. The send carries `MSG_WAITALL` (the kernel sends every byte, waiting for room
-//! itself) and wakes nobody when it completes: only the next write, flush or close waits
-//! for it. The buffer is freed once its send is done, so an idle connection holds none.
-//! Flush or close before dropping the socket: dropping it cancels a send still in flight.
+//! owns until the CQE, so `poll_write` copies the caller's bytes into a buffer, starts a
+//! `send` and reports them written (write-behind, like a `BufWriter`); the next
+//! `poll_write`, `poll_flush` or `poll_close` first waits for that send and reports its
+//! error, if any. `write_chunk` does the same with a received chunk, without the copy.
 //!
-//! Dropping the socket mid-op is safe: the op moves its buffer into the driver's ignored slot.
+//! The send is detached ([`Op::detach`](runtime::driver::Op::detach)): it carries
+//! `MSG_WAITALL` (the kernel sends every byte itself, waiting for room), its completion
+//! wakes no task unless one waits for it, and the driver frees its bytes (a chunk goes back
+//! to its ring) as soon as it completes, so an idle connection holds no buffer. It is not
+//! cancelled when the socket is dropped: bytes reported written are sent, as `close(2)`
+//! leaves a socket buffer's bytes to be sent (the op keeps the socket open until then).
 
+use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::net::Shutdown as How;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{ready, Context, Poll, Waker};
 
-use runtime::buf::{IoBuf, Slice};
+use runtime::buf::IoBuf;
 use runtime::driver::Op;
 
 use super::Chunk;
 use crate::fd::SharedFd;
-use crate::ops::{self, Send, Shutdown};
+use crate::ops::{self, Shutdown};
 
 /// The most `poll_write` copies in one call.
 const WRITE_CAP: usize = 64 * 1024;
 
-/// A send of part of a buffer the write direction owns.
-type SendOp = Op<Send<Slice<Outgoing>>>;
-
-/// The bytes of the send in flight: a copy of what `poll_write` was lent, or a received
-/// chunk passed on as it is ([`WriteState::poll_write_chunk`]).
+/// The bytes of a send: a copy of what `poll_write` was lent, or a received chunk passed on
+/// as it is ([`WriteState::poll_write_chunk`]).
 enum Outgoing {
     Copied(Vec<u8>),
     Chunk(Chunk),
@@ -65,22 +65,34 @@ unsafe impl IoBuf for Outgoing {
     }
 }
 
-/// The write direction: a `send` of part of a buffer in flight, or nothing.
+/// The write direction: the outcome of the send in flight, if any, and the shutdown.
 ///
-/// The ops live in a box made at the first write and kept (one allocation per socket, not
-/// per write): a socket stays small, and it is held twice by an `async fn` that takes it by
-/// value. The bytes are freed once sent, so an idle socket holds no buffer.
+/// Kept in a box made at the first write (one allocation per socket): a socket stays small,
+/// and it is held twice by an `async fn` that takes it by value. The send itself is
+/// detached ([`Op::detach`](runtime::driver::Op::detach)): the driver frees its bytes as
+/// soon as it completes, so an idle socket holds no buffer.
 #[derive(Default)]
 pub(crate) struct WriteState {
     ops: Option<Box<Pending>>,
     closed: bool,
 }
 
-/// The write direction's ops in flight.
+/// The write direction's ops.
 #[derive(Default)]
 struct Pending {
-    send: Option<SendOp>,
+    /// Where the send in flight reports its outcome (reused from send to send).
+    status: Rc<SendStatus>,
+    /// A send was started and its outcome not yet collected.
+    in_flight: bool,
     shutdown: Option<Op<Shutdown>>,
+}
+
+/// The outcome of a detached send, written by its CQE handler inside the driver.
+#[derive(Default)]
+struct SendStatus {
+    result: Cell<Option<io::Result<()>>>,
+    /// The task waiting for the outcome, woken by the handler.
+    waker: Cell<Option<Waker>>,
 }
 
 impl WriteState {
@@ -89,33 +101,24 @@ impl WriteState {
         self.ops.get_or_insert_with(Box::default)
     }
 
-    /// Waits until the bytes already accepted are sent, resending short sends.
-    fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    /// Waits until the send in flight (if any) is done, and reports its error.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some(pending) = self.ops.as_deref_mut() else {
             return Poll::Ready(Ok(()));
         };
-        while let Some(op) = pending.send.as_mut() {
-            let (res, slice) = ready!(Pin::new(op).poll(cx));
-            pending.send = None;
-            let (begin, end) = (slice.begin(), slice.end());
-            let buf = slice.into_inner();
-            match res {
-                Ok(0) => {
-                    let err = io::Error::new(io::ErrorKind::WriteZero, "the socket took 0 bytes");
-                    return Poll::Ready(Err(err));
-                }
-                Ok(n) if begin + n < end => {
-                    pending.send = Some(ops::send_all(fd, buf.slice(begin + n..end)));
-                }
-                // Sent: the buffer is freed, so an idle connection holds none.
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    pending.send = Some(ops::send_all(fd, buf.slice(begin..end)));
-                }
-                Err(e) => return Poll::Ready(Err(e)),
+        if !pending.in_flight {
+            return Poll::Ready(Ok(()));
+        }
+        match pending.status.result.take() {
+            Some(res) => {
+                pending.in_flight = false;
+                Poll::Ready(res)
+            }
+            None => {
+                pending.status.waker.set(Some(cx.waker().clone()));
+                Poll::Pending
             }
         }
-        Poll::Ready(Ok(()))
     }
 
     /// Accepts up to 64 KiB of `data` and starts sending it.
@@ -140,7 +143,7 @@ impl WriteState {
         if bufs.iter().all(|b| b.is_empty()) {
             return Poll::Ready(Ok(0));
         }
-        ready!(self.poll_drain(fd, cx))?;
+        ready!(self.poll_drain(cx))?;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let mut buf = Vec::with_capacity(total.min(WRITE_CAP));
         for b in bufs {
@@ -156,14 +159,14 @@ impl WriteState {
     }
 
     /// Waits for the bytes already accepted, then starts sending `chunk` as it is (taken
-    /// out of the option; no copy) and is ready: the chunk is held until its send is done.
+    /// out of the option; no copy) and is ready: the chunk is freed once it is sent.
     pub(crate) fn poll_write_chunk(
         &mut self,
         fd: &SharedFd,
         cx: &mut Context<'_>,
         chunk: &mut Option<Chunk>,
     ) -> Poll<io::Result<()>> {
-        ready!(self.poll_drain(fd, cx))?;
+        ready!(self.poll_drain(cx))?;
         match chunk.take() {
             Some(c) if !c.is_empty() => self.start_send(fd, Outgoing::Chunk(c)),
             _ => {}
@@ -171,30 +174,43 @@ impl WriteState {
         Poll::Ready(Ok(()))
     }
 
-    /// Starts sending all of `buf` (nothing else in flight).
+    /// Starts sending all of `buf` (nothing else in flight), detached: the kernel sends
+    /// every byte itself (`MSG_WAITALL`), its completion wakes no task (only one waiting in
+    /// `poll_drain`), and the driver frees `buf` as soon as it is sent.
     fn start_send(&mut self, fd: &SharedFd, buf: Outgoing) {
-        let n = buf.bytes_init();
-        let op = self
-            .pending()
-            .send
-            .insert(ops::send_all(fd, buf.slice(..n)));
-        // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
-        // for another call. It registers no waker: nobody waits for this send until the
-        // next write, flush or close polls it (with theirs), so its completion wakes no
-        // task, and a task that writes a reply and then waits for the next request is
-        // woken once per request, not twice. The kernel sends every byte itself
-        // (`MSG_WAITALL`), so no short send waits for the task to resend the rest.
-        let mut detached = Context::from_waker(Waker::noop());
-        let _ = Pin::new(op).poll(&mut detached);
+        let len = buf.bytes_init();
+        let pending = self.pending();
+        if Rc::strong_count(&pending.status) > 1 {
+            // The last send's handler has not run (it cannot have been collected then; a
+            // fresh status keeps the two apart all the same).
+            pending.status = Rc::default();
+        }
+        pending.in_flight = true;
+        let status = pending.status.clone();
+        ops::send_all(fd, buf).detach(move |cqe| {
+            let res = match cqe.result {
+                Ok(n) if n as usize >= len => Ok(()),
+                // With MSG_WAITALL a short count means the rest failed.
+                Ok(n) => Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!("the socket took {n} of {len} bytes"),
+                )),
+                Err(e) => Err(e),
+            };
+            status.result.set(Some(res));
+            if let Some(w) = status.waker.take() {
+                w.wake();
+            }
+        });
     }
 
     /// Waits until every accepted byte is sent.
     pub(crate) fn poll_flush(
         &mut self,
-        fd: &SharedFd,
+        _fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        self.poll_drain(fd, cx)
+        self.poll_drain(cx)
     }
 
     /// Flushes, then shuts down the write direction (the peer reads end of stream), once.
@@ -203,7 +219,7 @@ impl WriteState {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        ready!(self.poll_drain(fd, cx))?;
+        ready!(self.poll_drain(cx))?;
         if self.closed {
             return Poll::Ready(Ok(()));
         }
@@ -221,10 +237,7 @@ impl WriteState {
 impl std::fmt::Debug for WriteState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteState")
-            .field(
-                "in_flight",
-                &self.ops.as_ref().is_some_and(|p| p.send.is_some()),
-            )
+            .field("in_flight", &self.ops.as_ref().is_some_and(|p| p.in_flight))
             .field("closed", &self.closed)
             .finish()
     }

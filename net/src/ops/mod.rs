@@ -38,7 +38,7 @@ pub(crate) use recv::{recv, Recv};
 pub(crate) use recv_multi::{recv_multi_limited, RecvMulti};
 pub(crate) use recvmsg::recv_msg;
 pub(crate) use runtime::driver::ops::readv_at;
-pub(crate) use send::{send, send_all, Send};
+pub(crate) use send::{send, send_all};
 pub(crate) use send_zc::send_zc;
 pub(crate) use sendmsg::{send_msg, send_msg_vectored};
 pub(crate) use shutdown::{shutdown, Shutdown};

@@ -109,9 +109,9 @@ impl OwnedWriteHalf {
     /// Sends `chunk` after the bytes already written through the poll traits
     /// (`AsyncWrite`) or an earlier `write_chunk`, without copying it, and returns as soon
     /// as its send is started (write-behind, as `poll_write` does): it waits only for the
-    /// send before it. The chunk is held until its send is done. That send's error, if any,
-    /// is reported by the next `write_chunk`, poll-trait write, flush or close; flush or
-    /// close before dropping the socket, which cancels a send still in flight.
+    /// send before it. The chunk goes back to its ring as soon as it is sent, with no task
+    /// woken for that, and is sent even if the socket is dropped first. That send's error,
+    /// if any, is reported by the next `write_chunk`, poll-trait write, flush or close.
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer

@@ -27,8 +27,10 @@ use crate::tcp::{
 /// A connected TCP socket.
 ///
 /// The socket is closed once, when the stream (or both halves of [`into_split`]) and every
-/// op still in the kernel for it are dropped. Dropping it cancels its ops in flight: flush
-/// (or close) an `AsyncWrite` before dropping.
+/// op still in the kernel for it are dropped. Dropping it cancels its ops in flight, but for
+/// a write-behind send (the poll traits' `poll_write`, `write_chunk`), which still sends
+/// its bytes (as `close(2)` leaves a socket buffer's bytes to be sent); flush or close to
+/// see its error.
 ///
 /// The owned-buffer methods (`read`, `write`, `read_exact`, `write_all`, `shutdown`) are
 /// inherent, so on a `TcpStream` binding they are found before the `futures::io` (or tokio)
@@ -134,9 +136,9 @@ impl TcpStream {
     /// Sends `chunk` after the bytes already written through the poll traits
     /// (`AsyncWrite`) or an earlier `write_chunk`, without copying it, and returns as soon
     /// as its send is started (write-behind, as `poll_write` does): it waits only for the
-    /// send before it. The chunk is held until its send is done. That send's error, if any,
-    /// is reported by the next `write_chunk`, poll-trait write, flush or close; flush or
-    /// close before dropping the socket, which cancels a send still in flight.
+    /// send before it. The chunk goes back to its ring as soon as it is sent, with no task
+    /// woken for that, and is sent even if the socket is dropped first. That send's error,
+    /// if any, is reported by the next `write_chunk`, poll-trait write, flush or close.
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer

@@ -9,7 +9,11 @@
 //!   that data until the final CQE, then frees it (and closes an fd or a direct descriptor
 //!   the op produced);
 //! - `Multi`: a multishot op's queue of CQEs and whether the kernel will post more;
-//! - `IgnoredMulti`: a dropped multishot op's data, until its final CQE.
+//! - `IgnoredMulti`: a dropped multishot op's data, until its final CQE;
+//! - `Detached`: a single-shot op left to run to its end ([`Op::detach`]): its data and the
+//!   handler its CQE is given to.
+//!
+//! [`Op::detach`]: crate::driver::Op::detach
 //!
 //! | from | event | to |
 //! |---|---|---|
@@ -25,6 +29,9 @@
 //! | `Multi` | `poll_multi` of the final CQE | freed |
 //! | `Multi` | `drop_multi` | `IgnoredMulti` (+ `ASYNC_CANCEL`), or freed if done |
 //! | `IgnoredMulti` | CQE | its late handler; freed on the final one |
+//! | `Waiting` | `detach_op` | `Detached` (no cancel) |
+//! | `Completed` | `detach_op` | freed (the handler given the CQE; data to the dead list) |
+//! | `Detached` | CQE | freed (the handler given the CQE; data to the dead list) |
 //!
 //! "A produced fd closed": a raw fd with `close(2)` at once; a direct descriptor (an index
 //! in the ring's fixed-file table) with an `IORING_OP_CLOSE` the driver queues after the
@@ -61,6 +68,9 @@ pub(crate) enum Lifecycle {
     IgnoredMulti {
         data: Box<dyn LateCqe>,
     },
+    Detached {
+        data: Box<dyn LateCqe>,
+    },
 }
 
 impl fmt::Debug for Lifecycle {
@@ -73,6 +83,7 @@ impl fmt::Debug for Lifecycle {
                 write!(f, "Multi(queued: {}, done: {})", m.queue.len(), m.done)
             }
             Lifecycle::IgnoredMulti { .. } => f.write_str("IgnoredMulti"),
+            Lifecycle::Detached { .. } => f.write_str("Detached"),
         }
     }
 }
@@ -168,9 +179,10 @@ impl Lifecycle {
         match self {
             Lifecycle::Completed { .. } => false,
             Lifecycle::Multi(m) => !m.done,
-            Lifecycle::Waiting(_) | Lifecycle::Ignored { .. } | Lifecycle::IgnoredMulti { .. } => {
-                true
-            }
+            Lifecycle::Waiting(_)
+            | Lifecycle::Ignored { .. }
+            | Lifecycle::IgnoredMulti { .. }
+            | Lifecycle::Detached { .. } => true,
         }
     }
 
@@ -218,6 +230,12 @@ impl Lifecycle {
                     Transition::Remove { close: None }
                 }
             }
+            Lifecycle::Detached { data } => {
+                // The handler only records the result and wakes; the data is freed once the
+                // driver's borrow ends (the dead list).
+                let _ = data.late(res, flags, NO_OFFSET);
+                Transition::Remove { close: None }
+            }
             Lifecycle::Completed { res: first, .. } => {
                 panic!("second CQE (res {res}, flags {flags:#x}) for a single-shot op already completed with {first}")
             }
@@ -263,6 +281,33 @@ pub(crate) struct ClosesFixed<T>(#[allow(dead_code)] pub(crate) T);
 impl<T: 'static> LateCqe for ClosesFixed<T> {
     fn late(&self, res: i32, _flags: u32, _off: u32) -> Option<u32> {
         (res >= 0).then_some(res as u32)
+    }
+}
+
+/// A detached op's data and the handler of its CQE ([`Op::detach`]); the data is freed with
+/// this value, after the handler ran.
+///
+/// [`Op::detach`]: crate::driver::Op::detach
+pub(crate) struct Detached<T, F> {
+    _data: T,
+    done: std::cell::Cell<Option<F>>,
+}
+
+impl<T, F: FnOnce(Cqe)> Detached<T, F> {
+    pub(crate) fn new(data: T, done: F) -> Self {
+        Detached {
+            _data: data,
+            done: std::cell::Cell::new(Some(done)),
+        }
+    }
+}
+
+impl<T: 'static, F: FnOnce(Cqe) + 'static> LateCqe for Detached<T, F> {
+    fn late(&self, res: i32, flags: u32, _off: u32) -> Option<u32> {
+        if let Some(done) = self.done.take() {
+            done(Cqe::from_raw(res, flags));
+        }
+        None
     }
 }
 
@@ -407,6 +452,24 @@ impl Driver {
         }
     }
 
+    /// A single-shot op is left to run to its end ([`Op::detach`]): `data` (its data and
+    /// the handler of its CQE) waits in the slot for the CQE, or, if it is already here,
+    /// is given it now. Nothing is cancelled.
+    ///
+    /// [`Op::detach`]: crate::driver::Op::detach
+    pub(crate) fn detach_op(&mut self, key: usize, data: Box<dyn LateCqe>) {
+        match &self.ops[key] {
+            Lifecycle::Waiting(_) => self.ops[key] = Lifecycle::Detached { data },
+            Lifecycle::Completed { .. } => {
+                if let Lifecycle::Completed { res, flags } = self.ops.remove(key) {
+                    let _ = data.late(res, flags, NO_OFFSET);
+                }
+                self.dead.push(Box::new(data));
+            }
+            other => panic!("single-shot op detached in state {other:?}"),
+        }
+    }
+
     /// A multishot op was dropped: its queued CQEs go to `data`'s late handler (closing fds,
     /// returning buffers), and the data waits in the slot for the final CQE.
     pub(crate) fn drop_multi(&mut self, key: usize, data: Box<dyn LateCqe>) {
@@ -481,7 +544,9 @@ pub(crate) fn complete_op(
             }
             match ops.remove(key) {
                 Lifecycle::Ignored { data, .. } => dead.push(data),
-                Lifecycle::IgnoredMulti { data } => dead.push(Box::new(data)),
+                Lifecycle::IgnoredMulti { data } | Lifecycle::Detached { data } => {
+                    dead.push(Box::new(data))
+                }
                 other => drop(other),
             }
         }

@@ -204,6 +204,41 @@ impl<T: Completable, S: Prep> Drop for Op<T, S> {
 }
 
 impl<T: Completable, S: Prep> Op<T, S> {
+    /// Lets the op run to its end without awaiting it: submitted now if it was not yet, it
+    /// is not cancelled (as a drop would), and when its CQE arrives `done` is given it
+    /// (inside the driver: it must not use the runtime; it may record the result and wake
+    /// a task) and the op's data is freed right after. A write handed over this way frees
+    /// its buffer as soon as it is sent, with no task woken for it, and is still sent if
+    /// whatever started it goes away.
+    ///
+    /// Outside the runtime that owns the op (or after its completion was taken), `done` is
+    /// never called.
+    pub fn detach(mut self, done: impl FnOnce(Cqe) + 'static) {
+        if let State::Unsubmitted = self.state {
+            let Some(id) = context::current_core_id() else {
+                return;
+            };
+            let noop = std::task::Waker::noop();
+            // SAFETY: the reference is used within this call only.
+            let (_, driver) = unsafe { context::current_driver() };
+            self.submit_on(id, &mut driver.borrow_mut(), noop, None);
+        }
+        let State::Submitted { key, core } = self.state else {
+            return;
+        };
+        self.state = State::Done;
+        let Some(data) = self.data.take() else {
+            return;
+        };
+        if context::current_core_id() != Some(core) {
+            // As in a drop off its core: the kernel may still own the data.
+            std::mem::forget(data);
+            return;
+        }
+        let detached = super::lifecycle::Detached::new(data, done);
+        context::with_driver_freeing(|d| d.detach_op(key, Box::new(detached)));
+    }
+
     /// Dropped while submitted: the data goes to the driver until the final CQE.
     #[cold]
     fn drop_in_flight(&mut self, key: usize, core: context::CoreId) {
