@@ -29,7 +29,7 @@
 //! Echo contenders (`bench idle-conns`):
 //! - `runtime (read_chunk)`: this runtime, `Builder::new().cores(1)`, `TcpListener::incoming`
 //!   and `spawn_local` per connection, the echo example's loop: `read_chunk` (a buffer of the
-//!   core's shared receive ring) then `write_all` of that chunk, so no buffer is added here
+//!   core's shared receive ring) then `write_chunk` of that chunk, so no buffer is added here
 //!   (whatever memory a connection holds is `net`'s);
 //! - `tokio current-thread`: an accept loop with `tokio::spawn` per connection, each a read
 //!   loop on its own 4 KiB `Vec` (`read` then `write_all`), as a typical tokio echo;
@@ -113,7 +113,7 @@ pub struct IdleConnsArgs {
 /// The echo server a `bench idle-server` child runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
-    /// This runtime, `read_chunk` and `write_all` of the chunk.
+    /// This runtime, `read_chunk` and `write_chunk` of the chunk.
     Runtime,
     /// tokio current-thread, a 4 KiB buffer per connection.
     Tokio,
@@ -916,7 +916,7 @@ async fn echo_conn(mut stream: net::TcpStream) -> io::Result<()> {
         if chunk.is_empty() {
             return Ok(());
         }
-        stream.write_all(chunk).await.0?;
+        stream.write_chunk(chunk).await?;
     }
 }
 
