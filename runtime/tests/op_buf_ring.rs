@@ -286,3 +286,26 @@ fn an_incremental_ring_streams_random_sizes_byte_exact() {
         assert!(ring.returned() > 200, "1 MiB went through 4 KiB buffers");
     });
 }
+
+#[test]
+fn buf_of_an_incremental_ring_stays_within_its_buffer() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        if !incremental_granted() {
+            return;
+        }
+        // Bookkeeping only (no op picks from the ring): `buf` reports bytes in one buffer,
+        // so more than its room is cut to the room, and no other buffer is touched.
+        let ring = BufRing::incremental(2, 256).unwrap();
+        let a = ring.buf(0, 100);
+        let b = ring.buf(0, 200);
+        assert_eq!((a.bid(), a.len(), b.bid(), b.len()), (0, 100, 0, 156));
+        assert_eq!(ring.outstanding(), 1, "buffer 0 is filled to its end");
+        drop((a, b));
+        assert_eq!((ring.returned(), ring.outstanding()), (1, 0));
+        let c = ring.buf(1, 256);
+        assert_eq!(c.len(), 256, "buffer 1 was left as it was");
+        drop(c);
+        assert_eq!((ring.returned(), ring.outstanding()), (2, 0));
+    });
+}

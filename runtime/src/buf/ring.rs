@@ -290,8 +290,7 @@ impl BufRing {
             Ok(n) => *n as usize,
             Err(_) => 0,
         };
-        let len = self.inner.buf_len as usize;
-        let mut off = match &self.inner.inc {
+        let off = match &self.inner.inc {
             None => 0,
             // Nothing received: the kernel did not consume the buffer.
             Some(_) if total == 0 => return 0,
@@ -300,31 +299,18 @@ impl BufRing {
                 None => self.inner.consume(first, total) as usize,
             },
         };
-        let mut left = total;
-        let (mut bid, mut slot, mut n) = (first, self.inner.slot_of[usize::from(first)].get(), 0);
-        loop {
-            let take = left.min(len.saturating_sub(off));
-            if self.inner.inc.is_none() {
+        let plain = self.inner.inc.is_none();
+        self.inner.walk(first, off, total, |bid, start, len| {
+            if plain {
                 self.inner.out.set(self.inner.out.get() + 1);
             }
             f(RingBuf {
                 ring: self.inner.clone(),
                 bid,
-                start: off,
-                len: off + take,
+                start,
+                len: start + len,
             });
-            n += 1;
-            left -= take;
-            if left == 0 || take == 0 {
-                return n;
-            }
-            // The rest follow in ring order, each from its start. Their entries cannot
-            // have been overwritten yet: a slot is reused only after every buffer pushed
-            // since it, these included, came back.
-            slot = slot.wrapping_add(1);
-            bid = self.inner.bid_at(slot);
-            off = 0;
-        }
+        })
     }
 
     /// Assigns the offset of an incremental ring's CQE as the driver reaps it (CQEs are
@@ -348,13 +334,16 @@ impl BufRing {
     pub fn buf(&self, bid: u16, len: usize) -> RingBuf {
         assert!(bid < self.inner.entries, "buffer id {bid} out of range");
         let buf_len = self.inner.buf_len as usize;
-        if self.inner.inc.is_some() {
-            let start = self.inner.consume(bid, len.min(buf_len)) as usize;
+        if let Some(inc) = &self.inner.inc {
+            // This buffer's bytes only: a reference is taken on each buffer consumed.
+            let room = buf_len - (inc[usize::from(bid)].filled.get() as usize).min(buf_len);
+            let len = len.min(room);
+            let start = self.inner.consume(bid, len) as usize;
             return RingBuf {
                 ring: self.inner.clone(),
                 bid,
                 start,
-                len: (start + len).min(buf_len),
+                len: start + len,
             };
         }
         self.inner.out.set(self.inner.out.get() + 1);
@@ -375,25 +364,46 @@ impl Inner {
         let Some(inc) = &self.inc else {
             return 0;
         };
-        let buf_len = self.buf_len as usize;
         let start = inc[usize::from(first)].filled.get();
-        let (mut bid, mut slot, mut left) = (first, self.slot_of[usize::from(first)].get(), len);
-        loop {
+        self.walk(first, start as usize, len, |bid, off, take| {
             let b = &inc[usize::from(bid)];
-            let off = b.filled.get() as usize;
-            let take = left.min(buf_len - off.min(buf_len));
             b.filled.set((off + take) as u32);
             b.refs.set(b.refs.get() + 1);
-            if take > 0 && off + take == buf_len {
+            if take > 0 && off + take == self.buf_len as usize {
                 // The kernel moved past it: out of the ring until its chunks are dropped.
                 self.out.set(self.out.get() + 1);
             }
+        });
+        start
+    }
+
+    /// The spans of a CQE's `total` bytes, starting `off` bytes into buffer `first`: `f`
+    /// gets each buffer's id, where its bytes start and how many there are. A bundle's
+    /// buffers follow `first` in ring order, each from its start (only the head buffer of
+    /// an incremental ring is ever partly filled). Their entries cannot have been
+    /// overwritten yet: a slot is reused only after every buffer pushed since it, these
+    /// included, came back. Returns how many spans there were (at least one).
+    fn walk(
+        &self,
+        first: u16,
+        mut off: usize,
+        total: usize,
+        mut f: impl FnMut(u16, usize, usize),
+    ) -> usize {
+        let buf_len = self.buf_len as usize;
+        let (mut bid, mut slot, mut left, mut n) =
+            (first, self.slot_of[usize::from(first)].get(), total, 0);
+        loop {
+            let take = left.min(buf_len.saturating_sub(off));
+            f(bid, off, take);
+            n += 1;
             left -= take;
             if left == 0 || take == 0 {
-                return start;
+                return n;
             }
             slot = slot.wrapping_add(1);
             bid = self.bid_at(slot);
+            off = 0;
         }
     }
 
