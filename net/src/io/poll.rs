@@ -32,39 +32,6 @@ use crate::ops::{self, Shutdown};
 /// The most `poll_write` copies in one call.
 const WRITE_CAP: usize = 64 * 1024;
 
-/// The bytes of a send: a copy of what `poll_write` was lent, or a received chunk passed on
-/// as it is ([`WriteState::poll_write_chunk`]).
-enum Outgoing {
-    Copied(Vec<u8>),
-    Chunk(Chunk),
-}
-
-// SAFETY: both kinds are `IoBuf`s themselves (a `Vec`'s bytes stay on the heap, a chunk's in
-// its ring's memory or its own `Vec`, while the value moves); this forwards to them
-// unchanged.
-unsafe impl IoBuf for Outgoing {
-    fn stable_ptr(&self) -> *const u8 {
-        match self {
-            Outgoing::Copied(v) => v.stable_ptr(),
-            Outgoing::Chunk(c) => c.stable_ptr(),
-        }
-    }
-
-    fn bytes_init(&self) -> usize {
-        match self {
-            Outgoing::Copied(v) => v.bytes_init(),
-            Outgoing::Chunk(c) => c.bytes_init(),
-        }
-    }
-
-    fn bytes_total(&self) -> usize {
-        match self {
-            Outgoing::Copied(v) => v.bytes_total(),
-            Outgoing::Chunk(c) => c.bytes_total(),
-        }
-    }
-}
-
 /// The write direction: the outcome of the send in flight, if any, and the shutdown.
 ///
 /// Kept in a box made at the first write (one allocation per socket): a socket stays small,
@@ -154,7 +121,8 @@ impl WriteState {
             buf.extend_from_slice(&b[..b.len().min(room)]);
         }
         let n = buf.len();
-        self.start_send(fd, Outgoing::Copied(buf));
+        // A chunk of its own: what `write_chunk` sends, with the copy in place of a ring buffer.
+        self.start_send(fd, Chunk::from_vec(buf));
         Poll::Ready(Ok(n))
     }
 
@@ -168,7 +136,7 @@ impl WriteState {
     ) -> Poll<io::Result<()>> {
         ready!(self.poll_drain(cx))?;
         match chunk.take() {
-            Some(c) if !c.is_empty() => self.start_send(fd, Outgoing::Chunk(c)),
+            Some(c) if !c.is_empty() => self.start_send(fd, c),
             _ => {}
         }
         Poll::Ready(Ok(()))
@@ -177,7 +145,7 @@ impl WriteState {
     /// Starts sending all of `buf` (nothing else in flight), detached: the kernel sends
     /// every byte itself (`MSG_WAITALL`), its completion wakes no task (only one waiting in
     /// `poll_drain`), and the driver frees `buf` as soon as it is sent.
-    fn start_send(&mut self, fd: &SharedFd, buf: Outgoing) {
+    fn start_send(&mut self, fd: &SharedFd, buf: Chunk) {
         let len = buf.bytes_init();
         let pending = self.pending();
         if Rc::strong_count(&pending.status) > 1 {

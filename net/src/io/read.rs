@@ -115,6 +115,11 @@ impl Chunk {
     fn empty() -> Chunk {
         Chunk(ChunkInner::Own(Vec::new()))
     }
+
+    /// A chunk of bytes of its own (the poll path's copy of what it was lent).
+    pub(crate) fn from_vec(bytes: Vec<u8>) -> Chunk {
+        Chunk(ChunkInner::Own(bytes))
+    }
 }
 
 impl Deref for Chunk {
