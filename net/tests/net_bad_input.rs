@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::tls::{configs, fd_count};
+use common::fds::open_fds as fd_count;
+use common::tls::configs;
 use futures::StreamExt;
 use http_body_util::StreamBody;
 use hyper::body::Frame;

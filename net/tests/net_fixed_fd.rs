@@ -6,6 +6,8 @@
 //! process-wide, so they take `LOCK` and run one at a time. Cases that need the kernel's
 //! direct descriptors (6.8: `FIXED_FD_INSTALL`) say so and return early without them.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -13,6 +15,7 @@ use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::fds::{direct, open_fds, table_slots_in_use};
 use futures::StreamExt;
 use net::{ListenOptions, TcpListener, TcpStream};
 use runtime::time::{sleep, timeout};
@@ -22,43 +25,6 @@ static LOCK: Mutex<()> = Mutex::new(());
 
 fn lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// Whether the current core accepts into its fixed-file table.
-fn direct() -> bool {
-    runtime::features().is_some_and(|f| f.direct_descriptors && f.fixed_fd_install)
-}
-
-/// Occupied slots of the fixed-file tables of this process's rings: each ring's fdinfo lists
-/// its occupied slots after `UserFiles:`.
-fn table_slots_in_use() -> usize {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
-        let Ok(link) = std::fs::read_link(entry.path()) else {
-            continue;
-        };
-        if link.to_string_lossy() != "anon_inode:[io_uring]" {
-            continue;
-        }
-        let path = format!("/proc/self/fdinfo/{}", entry.file_name().to_string_lossy());
-        let Ok(info) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        n += info
-            .lines()
-            .skip_while(|l| !l.starts_with("UserFiles:"))
-            .skip(1)
-            .take_while(|l| {
-                let index = l.trim_start().split(':').next().unwrap_or("");
-                index.parse::<u32>().is_ok()
-            })
-            .count();
-    }
-    n
 }
 
 /// Lets the ring reap what dropped ops and streams left (cancels, closes).

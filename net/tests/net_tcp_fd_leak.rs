@@ -4,58 +4,20 @@
 //! The fd count is process-wide, so this file holds one test that runs its cases in turn,
 //! once with direct descriptors (accepted sockets hold no fd) and once without.
 
+mod common;
+
 use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::pin::pin;
 use std::time::Duration;
 
+use common::fds::{direct, open_fds, table_slots_in_use};
 use futures::StreamExt;
 use net::{TcpListener, TcpStream};
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// Whether this core accepts into its fixed-file table.
-fn direct() -> bool {
-    runtime::features().is_some_and(|f| f.direct_descriptors && f.fixed_fd_install)
-}
 
 /// The fds one accepted connection holds: none as a direct descriptor.
 fn accepted_fds() -> usize {
     usize::from(!direct())
-}
-
-/// Occupied slots of the fixed-file tables of this process's rings (their fdinfo lists
-/// each occupied slot after `UserFiles:`).
-fn table_slots_in_use() -> usize {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
-        let Ok(link) = std::fs::read_link(entry.path()) else {
-            continue;
-        };
-        if link.to_string_lossy() != "anon_inode:[io_uring]" {
-            continue;
-        }
-        let name = entry.file_name();
-        let Ok(info) =
-            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", name.to_string_lossy()))
-        else {
-            continue;
-        };
-        n += info
-            .lines()
-            .skip_while(|l| !l.starts_with("UserFiles:"))
-            .skip(1)
-            .take_while(|l| {
-                l.trim_start()
-                    .split(':')
-                    .next()
-                    .is_some_and(|i| i.parse::<u32>().is_ok())
-            })
-            .count();
-    }
-    n
 }
 
 /// Lets the ring reap the CQEs of cancelled ops (the cancels and the ops' final CQEs).

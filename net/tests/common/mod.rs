@@ -1,5 +1,7 @@
-//! Helpers shared by the integration tests that use TLS.
+//! Helpers shared by the integration tests: TLS configurations, fd and fixed-table counts.
 
 #![allow(dead_code)]
 
+pub mod fds;
+#[cfg(feature = "tls")]
 pub mod tls;

@@ -33,8 +33,3 @@ pub fn configs(
     client.alpn_protocols = client_alpn.iter().map(|p| p.to_vec()).collect();
     (Arc::new(server), Arc::new(client))
 }
-
-/// Open file descriptors of this process.
-pub fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
