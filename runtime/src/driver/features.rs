@@ -215,40 +215,45 @@ impl fmt::Display for Features {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let all = self.each();
         f.write_str("granted: ")?;
-        let mut first = true;
-        for (name, _, _) in all.iter().filter(|(_, _, on)| *on) {
-            if !first {
-                f.write_str("|")?;
-            }
-            f.write_str(name)?;
-            first = false;
-        }
-        if first {
-            f.write_str("(none)")?;
-        }
+        let granted = all.iter().filter(|(_, _, on)| *on).map(|(name, _, _)| name);
+        write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
-        let mut first = true;
-        for (name, b, _) in all.iter().filter(|(_, _, on)| !*on) {
-            if !first {
-                f.write_str(", ")?;
-            }
+        let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
             let why = if self.asked & b != 0 {
                 "kernel"
             } else {
                 "builder"
             };
-            write!(f, "{name} ({why})")?;
-            first = false;
-        }
-        if first {
-            f.write_str("(none)")?;
-        }
+            format!("{name} ({why})")
+        });
+        write_list(f, off, ", ")?;
         write!(
             f,
             "; recv buffers {}x{}",
             self.recv_ring_entries, self.recv_ring_buf_len
         )
     }
+}
+
+/// Writes `items` separated by `sep`, or `(none)` if there are none: the lists of the
+/// ring's `Display`s (its flags, its features).
+pub(crate) fn write_list<T: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    items: impl IntoIterator<Item = T>,
+    sep: &str,
+) -> fmt::Result {
+    let mut first = true;
+    for item in items {
+        if !first {
+            f.write_str(sep)?;
+        }
+        write!(f, "{item}")?;
+        first = false;
+    }
+    if first {
+        f.write_str("(none)")?;
+    }
+    Ok(())
 }
 
 /// The largest direct-descriptor table registered at setup.

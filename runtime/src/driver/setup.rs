@@ -43,17 +43,8 @@ impl fmt::Display for RingFlags {
             (self.submit_all, "SUBMIT_ALL"),
             (self.no_sqarray, "NO_SQARRAY"),
         ];
-        let mut first = true;
-        for (_, name) in names.iter().filter(|(on, _)| *on) {
-            if !first {
-                f.write_str("|")?;
-            }
-            f.write_str(name)?;
-            first = false;
-        }
-        if first {
-            f.write_str("(none)")?;
-        }
+        let on = names.iter().filter(|(on, _)| *on).map(|(_, name)| name);
+        super::features::write_list(f, on, "|")?;
         write!(f, " sq={} cq={}", self.sq_entries, self.cq_entries)
     }
 }
