@@ -30,17 +30,26 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Echoes every chunk back as it is until end of stream; returns the bytes echoed.
-async fn echo_chunks(mut stream: TcpStream) -> io::Result<u64> {
+/// Echoes every chunk back as it is until end of stream, with the owned `write_all` (which
+/// waits for each send) or with `write_chunk` (write-behind, then a close that waits for the
+/// last send); returns the bytes echoed.
+async fn echo_chunks(mut stream: TcpStream, behind: bool) -> io::Result<u64> {
     let mut total = 0;
     loop {
         let chunk = stream.read_chunk().await?;
         if chunk.is_empty() {
+            if behind {
+                stream.close().await?;
+            }
             return Ok(total);
         }
         total += chunk.len() as u64;
-        let (res, _) = stream.write_all(chunk).await;
-        res?;
+        if behind {
+            stream.write_chunk(chunk).await?;
+        } else {
+            let (res, _) = stream.write_all(chunk).await;
+            res?;
+        }
     }
 }
 
@@ -72,7 +81,14 @@ fn builders() -> Vec<(&'static str, Builder)> {
 
 #[test]
 fn chunks_echo_messages_of_random_sizes_byte_exact() {
-    for (name, builder) in builders() {
+    for ((name, builder), behind) in builders()
+        .into_iter()
+        .flat_map(|b| [(b.clone(), false), (b, true)])
+    {
+        let name = format!(
+            "{name}, {}",
+            if behind { "write_chunk" } else { "write_all" }
+        );
         let rt = builder.build().unwrap();
         rt.block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -101,8 +117,11 @@ fn chunks_echo_messages_of_random_sizes_byte_exact() {
                 Ok(back)
             });
             let (stream, _) = listener.accept().await.unwrap();
-            let echoed = timeout(LIMIT, echo_chunks(stream)).await.unwrap().unwrap();
-            let back = client.join().unwrap().expect(name);
+            let echoed = timeout(LIMIT, echo_chunks(stream, behind))
+                .await
+                .unwrap()
+                .unwrap();
+            let back = client.join().unwrap().expect(&name);
             assert_eq!(echoed, data.len() as u64, "{name}");
             assert!(back == data, "{name}: the echo differs from what was sent");
             if runtime::features().unwrap().recv_multishot {
