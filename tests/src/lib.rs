@@ -5,6 +5,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod quarantine;
+pub mod stress;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
