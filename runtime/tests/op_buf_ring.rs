@@ -18,9 +18,9 @@ struct ReadMulti {
 }
 
 impl Release for ReadMulti {
-    fn release(&self, cqe: Cqe) {
+    fn release(&self, mut cqe: Cqe) {
         // Taking the buffer and dropping it puts it back in the ring.
-        drop(self.ring.take(&cqe));
+        drop(self.ring.take(&mut cqe));
     }
 }
 
@@ -52,9 +52,9 @@ fn kernel_fills_ring_buffers_and_they_come_back() {
         let mut got = Vec::new();
         for round in 0..12u8 {
             write_all(&w, &[round; 10]);
-            let cqe = next(&mut op).await.expect("multishot read ended early");
+            let mut cqe = next(&mut op).await.expect("multishot read ended early");
             assert!(cqe.more(), "{cqe:?}");
-            let buf = ring.take(&cqe).expect("a CQE with a buffer");
+            let buf = ring.take(&mut cqe).expect("a CQE with a buffer");
             assert_eq!(&buf[..], &[round; 10]);
             got.push(buf.bid());
             // Dropping the buffer returns it: 12 reads through 4 buffers.
@@ -75,9 +75,9 @@ fn empty_ring_ends_the_multishot_with_enobufs() {
         let mut saw_enobufs = false;
         for i in 0..3u8 {
             write_all(&w, &[i; 4]);
-            let cqe = next(&mut op).await.unwrap();
+            let mut cqe = next(&mut op).await.unwrap();
             match &cqe.result {
-                Ok(_) => held.push(ring.take(&cqe).unwrap()),
+                Ok(_) => held.push(ring.take(&mut cqe).unwrap()),
                 Err(e) => {
                     assert_eq!(e.raw_os_error(), Some(libc::ENOBUFS), "{e}");
                     assert!(!cqe.more(), "ENOBUFS ends the multishot");
@@ -93,8 +93,8 @@ fn empty_ring_ends_the_multishot_with_enobufs() {
         assert_eq!(ring.outstanding(), 0);
         // Re-armed once buffers are back, the read goes on with the data left in the pipe.
         let mut op = read_multi(&r, &ring);
-        let cqe = next(&mut op).await.unwrap();
-        let buf = ring.take(&cqe).unwrap();
+        let mut cqe = next(&mut op).await.unwrap();
+        let buf = ring.take(&mut cqe).unwrap();
         assert_eq!(&buf[..], &[2u8; 4]);
     });
 }
@@ -107,8 +107,8 @@ fn buffers_of_cqes_nobody_saw_go_back_to_the_ring() {
         let ring = BufRing::new(4, 16).unwrap();
         let mut op = read_multi(&r, &ring);
         write_all(&w, b"first");
-        let cqe = next(&mut op).await.unwrap();
-        drop(ring.take(&cqe));
+        let mut cqe = next(&mut op).await.unwrap();
+        drop(ring.take(&mut cqe));
         // Two more CQEs arrive and are queued, never yielded; then the op is dropped.
         write_all(&w, b"second");
         runtime::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -121,8 +121,8 @@ fn buffers_of_cqes_nobody_saw_go_back_to_the_ring() {
         let mut held = Vec::new();
         for i in 0..4u8 {
             write_all(&w, &[i; 3]);
-            let cqe = next(&mut op).await.unwrap();
-            held.push(ring.take(&cqe).expect("the ring has a buffer"));
+            let mut cqe = next(&mut op).await.unwrap();
+            held.push(ring.take(&mut cqe).expect("the ring has a buffer"));
         }
         assert_eq!(ring.outstanding(), 4);
     });
@@ -136,8 +136,8 @@ fn dropping_the_op_mid_stream_is_safe() {
         let ring = BufRing::new(8, 32).unwrap();
         let mut op = read_multi(&r, &ring);
         write_all(&w, b"abc");
-        let cqe = next(&mut op).await.unwrap();
-        drop(ring.take(&cqe));
+        let mut cqe = next(&mut op).await.unwrap();
+        drop(ring.take(&mut cqe));
         let mut t = tokio_test::task::spawn(next(&mut op));
         assert!(matches!(t.poll(), Poll::Pending));
         drop(t);
@@ -192,9 +192,9 @@ fn an_incremental_ring_packs_small_reads_into_one_buffer() {
         // Two 100-byte reads share the first buffer, one after the other.
         for (i, byte) in [b'a', b'b'].into_iter().enumerate() {
             write_all(&w, &[byte; 100]);
-            let cqe = next(&mut op).await.unwrap();
+            let mut cqe = next(&mut op).await.unwrap();
             assert_eq!(cqe.buf_offset(), Some(100 * i as u32), "{cqe:?}");
-            let buf = ring.take(&cqe).unwrap();
+            let buf = ring.take(&mut cqe).unwrap();
             assert_eq!(&buf[..], &[byte; 100][..]);
             held.push(buf);
         }
@@ -207,8 +207,8 @@ fn an_incremental_ring_packs_small_reads_into_one_buffer() {
         write_all(&w, &[b'c'; 100]);
         let mut rest = Vec::new();
         while rest.len() < 100 {
-            let cqe = next(&mut op).await.unwrap();
-            let buf = ring.take(&cqe).unwrap();
+            let mut cqe = next(&mut op).await.unwrap();
+            let buf = ring.take(&mut cqe).unwrap();
             rest.extend_from_slice(&buf);
             held.push(buf);
         }
@@ -229,9 +229,9 @@ fn an_incremental_ring_packs_small_reads_into_one_buffer() {
         // The second buffer, partly filled, stays with the kernel: the next read goes on
         // where the last one stopped.
         write_all(&w, b"more");
-        let cqe = next(&mut op).await.unwrap();
+        let mut cqe = next(&mut op).await.unwrap();
         assert_eq!(cqe.buf_offset(), Some(44));
-        assert_eq!(&ring.take(&cqe).unwrap()[..], b"more");
+        assert_eq!(&ring.take(&mut cqe).unwrap()[..], b"more");
         assert_eq!(ring.returned(), returned + 1);
     });
 }
@@ -263,7 +263,7 @@ fn an_incremental_ring_streams_random_sizes_byte_exact() {
             write_all(&w, &msg);
             sent.extend_from_slice(&msg);
             while got.len() < sent.len() {
-                let cqe = match next(&mut op).await {
+                let mut cqe = match next(&mut op).await {
                     Some(cqe) if cqe.result.is_ok() => cqe,
                     // The multishot ended (its final CQE): re-arm.
                     _ => {
@@ -271,7 +271,7 @@ fn an_incremental_ring_streams_random_sizes_byte_exact() {
                         continue;
                     }
                 };
-                let buf = ring.take(&cqe).unwrap();
+                let buf = ring.take(&mut cqe).unwrap();
                 got.extend_from_slice(&buf);
                 // Hold a few chunks, as a reader working through them would.
                 held.push_back(buf);

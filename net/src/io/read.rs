@@ -335,7 +335,7 @@ impl RingRead {
                     self.op.insert(op.with_backlog(BACKLOG))
                 }
             };
-            let Some(cqe) = ready!(op.poll_next_cqe(cx)) else {
+            let Some(mut cqe) = ready!(op.poll_next_cqe(cx)) else {
                 self.op = None;
                 continue;
             };
@@ -345,7 +345,7 @@ impl RingRead {
             match &cqe.result {
                 Ok(0) => {
                     // End of stream (a buffer, if the kernel picked one, goes back).
-                    drop(self.ring.take(&cqe));
+                    drop(self.ring.take(&mut cqe));
                     self.op = None;
                     return Poll::Ready(Ok(None));
                 }
@@ -353,7 +353,7 @@ impl RingRead {
                     // The first buffer is handed out; a bundle's rest wait in `more` (one
                     // buffer, the common case, allocates no queue).
                     let (mut first, more) = (None, &mut self.more);
-                    self.ring.take_each(&cqe, |b| match first {
+                    self.ring.take_each(&mut cqe, |b| match first {
                         None => first = Some(b),
                         Some(_) => more.push_back(b),
                     });

@@ -18,10 +18,9 @@ pub(crate) struct RecvMulti {
 }
 
 impl Release for RecvMulti {
-    fn release(&self, cqe: Cqe) {
+    fn release(&self, mut cqe: Cqe) {
         // Taking the buffers (one, or a bundle's) and dropping them puts them back.
-        let mut bufs = std::collections::VecDeque::new();
-        self.ring.take_bundle(&cqe, &mut bufs);
+        self.ring.take_each(&mut cqe, drop);
     }
 }
 

@@ -11,10 +11,16 @@
 
 use std::ops::{Bound, RangeBounds};
 
+mod claim;
+mod core_ring;
 mod ring;
+mod ring_buf;
 
-pub(crate) use ring::release_core_ring;
-pub use ring::{core_ring, grow_core_ring, BufRing, RingBuf};
+pub(crate) use claim::Claim;
+pub(crate) use core_ring::release_core_ring;
+pub use core_ring::{core_ring, grow_core_ring};
+pub use ring::BufRing;
+pub use ring_buf::RingBuf;
 
 /// A buffer the kernel may read from, with a stable address.
 ///

@@ -27,7 +27,6 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
-use std::ops::Deref;
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -35,8 +34,8 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::types::BufRingEntry;
 
+use super::RingBuf;
 use crate::context::{self, CoreId};
-use crate::driver::Cqe;
 use crate::error::context;
 
 /// A registered ring of provided buffers on the current core.
@@ -52,48 +51,48 @@ use crate::error::context;
 /// ```
 #[derive(Clone)]
 pub struct BufRing {
-    inner: Rc<Inner>,
+    pub(super) inner: Rc<Inner>,
 }
 
-struct Inner {
-    core: CoreId,
-    bgid: u16,
-    entries: u16,
-    buf_len: u32,
+pub(super) struct Inner {
+    pub(super) core: CoreId,
+    pub(super) bgid: u16,
+    pub(super) entries: u16,
+    pub(super) buf_len: u32,
     /// The mmap'd ring: `entries` `io_uring_buf`s; the tail is the first entry's `resv`.
-    ring: NonNull<BufRingEntry>,
-    ring_bytes: usize,
+    pub(super) ring: NonNull<BufRingEntry>,
+    pub(super) ring_bytes: usize,
     /// `entries * buf_len` bytes the kernel writes into; freed in `Drop`.
-    bufs: NonNull<u8>,
-    tail: Cell<u16>,
+    pub(super) bufs: NonNull<u8>,
+    pub(super) tail: Cell<u16>,
     /// Whether the group is registered with the core's ring (unregistered in `Drop`).
-    registered: Cell<bool>,
+    pub(super) registered: Cell<bool>,
     /// Buffers out of the ring, not yet returned: handed out (plain ring), or filled to
     /// their end by the kernel (incremental ring).
-    out: Cell<u32>,
+    pub(super) out: Cell<u32>,
     /// Buffers returned to the ring so far: a reader that found the ring empty waits for
     /// this count to move past the value it saw ([`BufRing::poll_returned_since`]).
-    returned: Cell<u64>,
+    pub(super) returned: Cell<u64>,
     /// Tasks waiting for a buffer to come back, all woken by the next return.
-    waiters: RefCell<Vec<Waker>>,
+    pub(super) waiters: RefCell<Vec<Waker>>,
     /// Receives that found the ring empty (`ENOBUFS`), as readers reported them.
-    empty: Cell<u64>,
+    pub(super) empty: Cell<u64>,
     /// The ring position (tail value) each buffer was last pushed at: a bundle CQE names
     /// its first buffer only, and the rest follow it in ring order.
-    slot_of: Box<[Cell<u16>]>,
+    pub(super) slot_of: Box<[Cell<u16>]>,
     /// An incremental ring's per-buffer state; `None` for a plain ring.
-    inc: Option<Box<[IncBuf]>>,
+    pub(super) inc: Option<Box<[IncBuf]>>,
 }
 
 /// One buffer of an incremental ring.
 #[derive(Default)]
-struct IncBuf {
+pub(super) struct IncBuf {
     /// Bytes the kernel has filled, in CQE order: the next CQE naming the buffer starts
     /// here. At `buf_len` the kernel has moved past the buffer.
-    filled: Cell<u32>,
+    pub(super) filled: Cell<u32>,
     /// CQEs whose offsets were assigned and chunks not yet dropped: the buffer goes back
     /// to the ring when this is 0 and it is filled.
-    refs: Cell<u32>,
+    pub(super) refs: Cell<u32>,
 }
 
 /// `IOU_PBUF_RING_INC`: the kernel consumes the ring's buffers incrementally (Linux 6.12).
@@ -116,14 +115,14 @@ impl BufRing {
     /// The offset of a CQE's bytes in its buffer follows from the order the kernel posted
     /// the CQEs in. Ops that pick from this ring must be multishot ops registered with
     /// [`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring), whose offsets the
-    /// driver assigns as it reaps (see [`Cqe::buf_offset`]); a CQE without one is placed
+    /// driver assigns as it reaps (see [`Cqe::buf_offset`](crate::driver::Cqe::buf_offset)); a CQE without one is placed
     /// when [`take`](BufRing::take) sees it, which is right only when CQEs are taken in the
     /// order they were posted. Fails with the kernel's error on a kernel without it.
     pub fn incremental(entries: u16, buf_len: u32) -> io::Result<BufRing> {
         BufRing::build(entries, buf_len, true)
     }
 
-    fn build(entries: u16, buf_len: u32, incremental: bool) -> io::Result<BufRing> {
+    pub(super) fn build(entries: u16, buf_len: u32, incremental: bool) -> io::Result<BufRing> {
         if !entries.is_power_of_two() || entries > 32768 || buf_len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -253,79 +252,6 @@ impl BufRing {
         Poll::Pending
     }
 
-    /// The buffer the kernel filled for `cqe` (which must come from an op that selected from
-    /// this ring), holding `cqe`'s result in bytes. `None` if the CQE carries no buffer (or,
-    /// on an incremental ring, no bytes: the kernel kept the buffer). For a bundle's CQE
-    /// use [`take_bundle`](BufRing::take_bundle); this gives its first buffer only.
-    pub fn take(&self, cqe: &Cqe) -> Option<RingBuf> {
-        let mut first = None;
-        self.take_each(cqe, |b| {
-            if first.is_none() {
-                first = Some(b);
-            }
-        });
-        first
-    }
-
-    /// The buffers the kernel filled for a bundle receive's `cqe`
-    /// (`IORING_RECVSEND_BUNDLE`, Linux 6.10): the CQE names the first buffer and the byte
-    /// count; the kernel filled that buffer and the ones after it in ring order, each to its
-    /// end but the last. Pushes them onto `out` in order, and returns how many. Also right
-    /// for a CQE of a plain receive (one buffer).
-    pub fn take_bundle(&self, cqe: &Cqe, out: &mut std::collections::VecDeque<RingBuf>) -> usize {
-        self.take_each(cqe, |b| out.push_back(b))
-    }
-
-    /// Hands each buffer the kernel filled for `cqe` to `f`, in order (see
-    /// [`take_bundle`](BufRing::take_bundle)), and returns how many; a CQE of one buffer
-    /// allocates nothing.
-    pub fn take_each(&self, cqe: &Cqe, mut f: impl FnMut(RingBuf)) -> usize {
-        let Some(first) = cqe.buffer_id() else {
-            return 0;
-        };
-        if first >= self.inner.entries {
-            return 0;
-        }
-        let total = match &cqe.result {
-            Ok(n) => *n as usize,
-            Err(_) => 0,
-        };
-        let off = match &self.inner.inc {
-            None => 0,
-            // Nothing received: the kernel did not consume the buffer.
-            Some(_) if total == 0 => return 0,
-            Some(_) => match cqe.buf_offset() {
-                Some(off) => off as usize,
-                None => self.inner.consume(first, total) as usize,
-            },
-        };
-        let plain = self.inner.inc.is_none();
-        self.inner.walk(first, off, total, |bid, start, len| {
-            if plain {
-                self.inner.out.set(self.inner.out.get() + 1);
-            }
-            f(RingBuf {
-                ring: self.inner.clone(),
-                bid,
-                start,
-                len: start + len,
-            });
-        })
-    }
-
-    /// Assigns the offset of an incremental ring's CQE as the driver reaps it (CQEs are
-    /// reaped in the order the kernel consumed the buffers): advances the buffers' fill and
-    /// returns where the CQE's bytes start in its first buffer. `None` on a plain ring or
-    /// for a CQE without bytes.
-    pub(crate) fn assign_offset(&self, res: i32, flags: u32) -> Option<u32> {
-        self.inner.inc.as_ref()?;
-        let bid = io_uring::cqueue::buffer_select(flags)?;
-        if res <= 0 || bid >= self.inner.entries {
-            return None;
-        }
-        Some(self.inner.consume(bid, res as usize))
-    }
-
     /// The buffer `bid` with `len` filled bytes, as the kernel reported it (on an
     /// incremental ring: the next `len` bytes the kernel put in it, at most to its end).
     ///
@@ -334,82 +260,20 @@ impl BufRing {
     pub fn buf(&self, bid: u16, len: usize) -> RingBuf {
         assert!(bid < self.inner.entries, "buffer id {bid} out of range");
         let buf_len = self.inner.buf_len as usize;
-        if let Some(inc) = &self.inner.inc {
-            // This buffer's bytes only: a reference is taken on each buffer consumed.
-            let room = buf_len - (inc[usize::from(bid)].filled.get() as usize).min(buf_len);
-            let len = len.min(room);
-            let start = self.inner.consume(bid, len) as usize;
-            return RingBuf {
-                ring: self.inner.clone(),
-                bid,
-                start,
-                len: start + len,
-            };
-        }
-        self.inner.out.set(self.inner.out.get() + 1);
-        RingBuf {
-            ring: self.inner.clone(),
-            bid,
-            start: 0,
-            len: len.min(buf_len),
-        }
+        let start = match &self.inner.inc {
+            Some(inc) => (inc[usize::from(bid)].filled.get() as usize).min(buf_len),
+            None => 0,
+        };
+        let len = len.min(buf_len - start);
+        self.inner.take_ref(bid, start, len);
+        RingBuf::new(self.inner.clone(), bid, start, start + len)
     }
 }
 
 impl Inner {
-    /// An incremental ring: the kernel put `len` more bytes in the buffers from `first` on
-    /// (a bundle's run on in ring order). Advances their fill, takes a reference on each
-    /// (dropped with its chunk), and returns where the bytes start in `first`.
-    fn consume(&self, first: u16, len: usize) -> u32 {
-        let Some(inc) = &self.inc else {
-            return 0;
-        };
-        let start = inc[usize::from(first)].filled.get();
-        self.walk(first, start as usize, len, |bid, off, take| {
-            let b = &inc[usize::from(bid)];
-            b.filled.set((off + take) as u32);
-            b.refs.set(b.refs.get() + 1);
-            if take > 0 && off + take == self.buf_len as usize {
-                // The kernel moved past it: out of the ring until its chunks are dropped.
-                self.out.set(self.out.get() + 1);
-            }
-        });
-        start
-    }
-
-    /// The spans of a CQE's `total` bytes, starting `off` bytes into buffer `first`: `f`
-    /// gets each buffer's id, where its bytes start and how many there are. A bundle's
-    /// buffers follow `first` in ring order, each from its start (only the head buffer of
-    /// an incremental ring is ever partly filled). Their entries cannot have been
-    /// overwritten yet: a slot is reused only after every buffer pushed since it, these
-    /// included, came back. Returns how many spans there were (at least one).
-    fn walk(
-        &self,
-        first: u16,
-        mut off: usize,
-        total: usize,
-        mut f: impl FnMut(u16, usize, usize),
-    ) -> usize {
-        let buf_len = self.buf_len as usize;
-        let (mut bid, mut slot, mut left, mut n) =
-            (first, self.slot_of[usize::from(first)].get(), total, 0);
-        loop {
-            let take = left.min(buf_len.saturating_sub(off));
-            f(bid, off, take);
-            n += 1;
-            left -= take;
-            if left == 0 || take == 0 {
-                return n;
-            }
-            slot = slot.wrapping_add(1);
-            bid = self.bid_at(slot);
-            off = 0;
-        }
-    }
-
     /// A chunk of buffer `bid` was dropped: the buffer goes back to the ring unless the
     /// kernel may still fill it or other chunks of it are held.
-    fn release(&self, bid: u16) {
+    pub(super) fn release(&self, bid: u16) {
         if let Some(inc) = &self.inc {
             let b = &inc[usize::from(bid)];
             b.refs.set(b.refs.get().saturating_sub(1));
@@ -436,14 +300,19 @@ impl Inner {
         }
     }
 
-    fn buf_ptr(&self, bid: u16) -> *mut u8 {
+    pub(super) fn buf_ptr(&self, bid: u16) -> *mut u8 {
         self.bufs
             .as_ptr()
             .wrapping_add(bid as usize * self.buf_len as usize)
     }
 
     /// The buffer id in the ring entry at position `slot` (a tail value).
-    fn bid_at(&self, slot: u16) -> u16 {
+    /// Whether the kernel consumes this ring's buffers incrementally.
+    pub(super) fn is_incremental(&self) -> bool {
+        self.inc.is_some()
+    }
+
+    pub(super) fn bid_at(&self, slot: u16) -> u16 {
         let idx = (slot & (self.entries - 1)) as usize;
         // SAFETY: `idx < entries`, inside the mapping. The entry holds the id we wrote when
         // pushing it (the kernel does not write ids; with incremental consumption it writes
@@ -496,96 +365,6 @@ impl Drop for Inner {
     }
 }
 
-/// This thread's core ring: made on first use by the core it belongs to.
-enum CoreRing {
-    Ready(CoreId, BufRing),
-    /// Registering it failed on this core (an old kernel, locked memory): do not retry.
-    Failed(CoreId),
-}
-
-thread_local! {
-    static CORE_RING: RefCell<Option<CoreRing>> = const { RefCell::new(None) };
-}
-
-/// Buffers a core's receive ring starts with (fewer if the configured size is smaller).
-const CORE_RING_START: u16 = 16;
-
-/// The current core's shared receive ring, made (mapped and registered) on first use: the
-/// provided buffers every connection on this core reads into, so an idle connection owns no
-/// receive buffer. Its buffer length comes from
-/// [`Builder::recv_buffers`](crate::Builder::recv_buffers), and it is
-/// [incremental](BufRing::incremental) when
-/// [`Features::recv_incremental`](crate::Features::recv_incremental) is granted (ops that
-/// pick from it must then register it with
-/// [`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring)); it starts with 16 buffers and
-/// doubles each time a receive finds it empty ([`grow_core_ring`]), up to the configured
-/// number: sized to the load, so a core with little traffic touches few pages.
-///
-/// `None` outside a runtime, when the runtime was built with
-/// [`Builder::recv_multishot(false)`](crate::Builder::recv_multishot) or the kernel has no
-/// buffer rings ([`Features::recv_multishot`](crate::Features::recv_multishot)), or when
-/// this core could not register one (then callers fall back to a buffer of their own per
-/// read); the first failure is not retried.
-pub fn core_ring() -> Option<BufRing> {
-    let core = context::current_core_id()?;
-    let features = context::current_features()?;
-    if !features.recv_multishot {
-        return None;
-    }
-    CORE_RING.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        match &*slot {
-            Some(CoreRing::Ready(id, ring)) if *id == core => return Some(ring.clone()),
-            Some(CoreRing::Failed(id)) if *id == core => return None,
-            _ => {}
-        }
-        let (max, len) = (features.recv_ring_entries, features.recv_ring_buf_len);
-        let (made, ring) =
-            match BufRing::build(max.min(CORE_RING_START), len, features.recv_incremental) {
-                Ok(ring) => (CoreRing::Ready(core, ring.clone()), Some(ring)),
-                Err(_) => (CoreRing::Failed(core), None),
-            };
-        // A ring of a core that ran on this thread before is dropped here (outside its
-        // runtime it only unmaps; its ring fd is closed).
-        let old = slot.replace(made);
-        drop(slot);
-        drop(old);
-        ring
-    })
-}
-
-/// A receive found `ring` empty (`ENOBUFS`): if it is still the current core's ring and
-/// smaller than the configured size, it is replaced by one of twice as many buffers, which
-/// is returned. Readers arm their next receive with [`core_ring`]; the old ring goes once
-/// its last buffer is back and its last op is done. `None`: nothing changed (the ring is
-/// already at its size, was already replaced, or a new one could not be registered).
-pub fn grow_core_ring(ring: &BufRing) -> Option<BufRing> {
-    let core = context::current_core_id()?;
-    let max = context::current_features()?.recv_ring_entries;
-    CORE_RING.with(|slot| {
-        let mut slot = slot.borrow_mut();
-        let Some(CoreRing::Ready(id, current)) = &*slot else {
-            return None;
-        };
-        if *id != core || current.bgid() != ring.bgid() || current.entries() >= max {
-            return None;
-        }
-        let entries = current.entries().saturating_mul(2).min(max);
-        let bigger = BufRing::build(entries, current.buf_len(), current.is_incremental()).ok()?;
-        let old = slot.replace(CoreRing::Ready(core, bigger.clone()));
-        drop(slot);
-        drop(old);
-        Some(bigger)
-    })
-}
-
-/// Drops the current core's ring (its runtime is shutting down, its ops reaped): the group
-/// is unregistered while the core's ring still exists.
-pub(crate) fn release_core_ring() {
-    let old = CORE_RING.with(|slot| slot.borrow_mut().take());
-    drop(old);
-}
-
 fn next_bgid() -> u16 {
     // Group ids are per ring; one process-wide counter keeps them distinct on every core.
     static NEXT: AtomicU16 = AtomicU16::new(0);
@@ -599,83 +378,6 @@ impl fmt::Debug for BufRing {
             .field("entries", &self.inner.entries)
             .field("buf_len", &self.inner.buf_len)
             .field("outstanding", &self.inner.out.get())
-            .finish()
-    }
-}
-
-/// A buffer the kernel filled from a [`BufRing`]; goes back to the ring when dropped.
-///
-/// Derefs to the filled bytes not yet [`advance`](RingBuf::advance)d past. It is also an
-/// [`IoBuf`](super::IoBuf), so a received chunk can be written out as it is (an echo copies
-/// nothing), the buffer returning to the ring once the write gives it back and it is dropped.
-pub struct RingBuf {
-    ring: Rc<Inner>,
-    bid: u16,
-    /// Where the view starts: bytes before it were consumed ([`RingBuf::advance`]) or, on an
-    /// incremental ring, belong to earlier chunks of the buffer.
-    start: usize,
-    /// The end of the bytes the kernel filled for this chunk.
-    len: usize,
-}
-
-impl RingBuf {
-    /// The buffer id the kernel picked.
-    pub fn bid(&self) -> u16 {
-        self.bid
-    }
-
-    /// Drops the first `n` bytes of the view (at most all of them); the buffer itself goes
-    /// back to the ring only when the `RingBuf` is dropped.
-    pub fn advance(&mut self, n: usize) {
-        self.start = (self.start + n).min(self.len);
-    }
-
-    fn ptr(&self) -> *const u8 {
-        self.ring.buf_ptr(self.bid).wrapping_add(self.start)
-    }
-}
-
-impl Deref for RingBuf {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        // SAFETY: the kernel wrote bytes `start..len` of buffer `bid` and gave them to us; it
-        // will not touch them again until the buffer is pushed back to the ring (in Drop, once
-        // every chunk of it is gone; an incremental ring's kernel writes only past the bytes
-        // it reported); `start <= len <= buf_len`.
-        unsafe { std::slice::from_raw_parts(self.ptr(), self.len - self.start) }
-    }
-}
-
-// SAFETY: the bytes live in the ring's buffer memory, which the `Rc<Inner>` this value holds
-// keeps allocated and in place (module invariant); moving the `RingBuf` moves only that
-// handle. The kernel wrote bytes `start..len`, so `len - start` from `ptr()` are
-// initialised, and no op of the ring writes them until the buffer is pushed back (`Drop`).
-unsafe impl super::IoBuf for RingBuf {
-    fn stable_ptr(&self) -> *const u8 {
-        self.ptr()
-    }
-
-    fn bytes_init(&self) -> usize {
-        self.len - self.start
-    }
-
-    fn bytes_total(&self) -> usize {
-        self.len - self.start
-    }
-}
-
-impl Drop for RingBuf {
-    fn drop(&mut self) {
-        self.ring.release(self.bid);
-    }
-}
-
-impl fmt::Debug for RingBuf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RingBuf")
-            .field("bid", &self.bid)
-            .field("len", &(self.len - self.start))
             .finish()
     }
 }

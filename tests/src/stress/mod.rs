@@ -220,7 +220,7 @@ impl Case {
             let _ = std::fs::remove_dir_all(dir);
         }
         // Both runtimes are gone: every fd they opened is closed.
-        let fds_after = wait_for(|| crate::fd_count(), |n| *n <= fds_before);
+        let fds_after = wait_for(crate::fd_count, |n| *n <= fds_before);
         if fds_after > fds_before {
             errors.push(format!(
                 "{} fds left open ({fds_before} before, {fds_after} after)",

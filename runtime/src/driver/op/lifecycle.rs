@@ -48,8 +48,8 @@ use std::task::{Context, Poll, Waker};
 
 use io_uring::{cqueue, squeue};
 
-use super::{close_raw, Cqe, Release, NO_OFFSET};
-use crate::buf::BufRing;
+use super::{close_raw, Cqe, Release};
+use crate::buf::{BufRing, Claim};
 use crate::driver::slots::Slots;
 use crate::driver::Driver;
 
@@ -145,10 +145,10 @@ pub(crate) struct AfterReap {
 /// A multishot op's slot: boxed, so the common single-shot slot stays small.
 pub(crate) struct MultiSlot {
     pub(crate) waker: Option<Waker>,
-    /// Raw (result, flags, buffer offset or [`NO_OFFSET`]) of CQEs not yet yielded.
-    pub(crate) queue: VecDeque<(i32, u32, u32)>,
-    /// The incremental buffer ring the op picks from, if any: each CQE's offset in its
-    /// buffer is assigned as it is reaped (see [`BufRing::incremental`]).
+    /// Raw (result, flags) of CQEs not yet yielded, with the provided buffers each filled.
+    pub(crate) queue: VecDeque<(i32, u32, Claim)>,
+    /// The buffer ring the op picks from, if it named it: each CQE's buffers are taken out
+    /// of the ring as it is reaped (see [`BufRing::take_each`]).
     pub(crate) ring: Option<BufRing>,
     /// The kernel posted the CQE without `F_MORE`: nothing more will come.
     pub(crate) done: bool,
@@ -201,11 +201,11 @@ impl Lifecycle {
             },
             Lifecycle::Multi(m) => {
                 m.done = !cqueue::more(flags);
-                let off = match &m.ring {
-                    Some(ring) => ring.assign_offset(res, flags).unwrap_or(NO_OFFSET),
-                    None => NO_OFFSET,
+                let bufs = match &m.ring {
+                    Some(ring) => ring.claim(res, flags),
+                    None => Claim::Unclaimed,
                 };
-                m.queue.push_back((res, flags, off));
+                m.queue.push_back((res, flags, bufs));
                 if m.backlog != 0
                     && !m.done
                     && !m.throttled
@@ -220,8 +220,8 @@ impl Lifecycle {
                 }
             }
             Lifecycle::IgnoredMulti { data } => {
-                // Reaped in order: a late CQE of an incremental ring is placed as it is taken.
-                if let Some(index) = data.late(res, flags, NO_OFFSET) {
+                // Reaped in order: a late CQE's buffers are claimed (and returned) now.
+                if let Some(index) = data.late(Cqe::from_raw(res, flags)) {
                     fixed_closes.push(index);
                 }
                 if cqueue::more(flags) {
@@ -233,7 +233,7 @@ impl Lifecycle {
             Lifecycle::Detached { data } => {
                 // The handler only records the result and wakes; the data is freed once the
                 // driver's borrow ends (the dead list).
-                let _ = data.late(res, flags, NO_OFFSET);
+                let _ = data.late(Cqe::from_raw(res, flags));
                 Transition::Remove { close: None }
             }
             Lifecycle::Completed { res: first, .. } => {
@@ -245,19 +245,18 @@ impl Lifecycle {
     }
 }
 
-/// What the data of a dropped multishot op does with each CQE that still arrives (`off`:
-/// its buffer offset, or [`NO_OFFSET`]). Runs inside the driver, so it cannot push SQEs: a
-/// direct descriptor to close is returned, and the driver closes it through the ring once
-/// the reap pass ends.
+/// What the data of a dropped multishot op (or a detached one) does with each CQE that
+/// still arrives. Runs inside the driver, so it cannot push SQEs: a direct descriptor to
+/// close is returned, and the driver closes it through the ring once the reap pass ends.
 pub(crate) trait LateCqe: 'static {
-    fn late(&self, res: i32, flags: u32, off: u32) -> Option<u32>;
+    fn late(&self, cqe: Cqe) -> Option<u32>;
 }
 
 /// Data whose late CQEs carry nothing to release.
 pub(crate) struct Plain<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for Plain<T> {
-    fn late(&self, _res: i32, _flags: u32, _off: u32) -> Option<u32> {
+    fn late(&self, _cqe: Cqe) -> Option<u32> {
         None
     }
 }
@@ -266,9 +265,9 @@ impl<T: 'static> LateCqe for Plain<T> {
 pub(crate) struct ClosesFd<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for ClosesFd<T> {
-    fn late(&self, res: i32, _flags: u32, _off: u32) -> Option<u32> {
-        if res >= 0 {
-            close_raw(res);
+    fn late(&self, cqe: Cqe) -> Option<u32> {
+        if let Ok(fd) = cqe.result {
+            close_raw(fd as i32);
         }
         None
     }
@@ -279,8 +278,8 @@ impl<T: 'static> LateCqe for ClosesFd<T> {
 pub(crate) struct ClosesFixed<T>(#[allow(dead_code)] pub(crate) T);
 
 impl<T: 'static> LateCqe for ClosesFixed<T> {
-    fn late(&self, res: i32, _flags: u32, _off: u32) -> Option<u32> {
-        (res >= 0).then_some(res as u32)
+    fn late(&self, cqe: Cqe) -> Option<u32> {
+        cqe.result.ok()
     }
 }
 
@@ -303,9 +302,9 @@ impl<T, F: FnOnce(Cqe)> Detached<T, F> {
 }
 
 impl<T: 'static, F: FnOnce(Cqe) + 'static> LateCqe for Detached<T, F> {
-    fn late(&self, res: i32, flags: u32, _off: u32) -> Option<u32> {
+    fn late(&self, cqe: Cqe) -> Option<u32> {
         if let Some(done) = self.done.take() {
-            done(Cqe::from_raw(res, flags));
+            done(cqe);
         }
         None
     }
@@ -314,8 +313,8 @@ impl<T: 'static, F: FnOnce(Cqe) + 'static> LateCqe for Detached<T, F> {
 pub(crate) struct Releasing<T>(pub(crate) T);
 
 impl<T: Release> LateCqe for Releasing<T> {
-    fn late(&self, res: i32, flags: u32, off: u32) -> Option<u32> {
-        self.0.release(Cqe::from_raw_at(res, flags, off));
+    fn late(&self, cqe: Cqe) -> Option<u32> {
+        self.0.release(cqe);
         None
     }
 }
@@ -413,8 +412,8 @@ impl Driver {
             return Poll::Pending;
         }
         match queue.pop_front() {
-            Some((res, flags, off)) => {
-                let cqe = Cqe::from_raw_at(res, flags, off);
+            Some((res, flags, bufs)) => {
+                let cqe = Cqe::claimed(res, flags, bufs);
                 if !cqe.more() {
                     self.ops.remove(key);
                 }
@@ -462,7 +461,7 @@ impl Driver {
             Lifecycle::Waiting(_) => self.ops[key] = Lifecycle::Detached { data },
             Lifecycle::Completed { .. } => {
                 if let Lifecycle::Completed { res, flags } = self.ops.remove(key) {
-                    let _ = data.late(res, flags, NO_OFFSET);
+                    let _ = data.late(Cqe::from_raw(res, flags));
                 }
                 self.dead.push(Box::new(data));
             }
@@ -477,8 +476,8 @@ impl Driver {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
         let mut fixed_closes = Vec::new();
-        for (res, flags, off) in m.queue.drain(..) {
-            fixed_closes.extend(data.late(res, flags, off));
+        for (res, flags, bufs) in m.queue.drain(..) {
+            fixed_closes.extend(data.late(Cqe::claimed(res, flags, bufs)));
         }
         let done = m.done;
         for index in fixed_closes {

@@ -31,6 +31,8 @@ use std::io;
 
 use io_uring::{cqueue, squeue};
 
+use crate::buf::Claim;
+
 pub(crate) use lifecycle::{complete_op, AfterReap, Lifecycle, Produces};
 pub use link::Link;
 pub use multi::MultiOp;
@@ -66,9 +68,6 @@ fn patch_sqe(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry
     unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
-/// A queued CQE without an incremental ring's buffer offset (offsets are below 1 MiB).
-pub(crate) const NO_OFFSET: u32 = u32::MAX;
-
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
 pub struct Cqe {
@@ -76,14 +75,31 @@ pub struct Cqe {
     pub result: io::Result<u32>,
     /// The CQE's flags (`IORING_CQE_F_*`).
     pub flags: u32,
-    /// See [`Cqe::buf_offset`].
-    buf_offset: Option<u32>,
+    /// The provided buffers the CQE filled, taken out of their ring as the driver reaped it
+    /// (an op that named its ring: [`MultiOp::with_buf_ring`]).
+    pub(crate) bufs: Claim,
 }
 
 impl Cqe {
     /// The one place a raw CQE result becomes a result: negative values are `-errno`.
     pub(crate) fn from_raw(res: i32, flags: u32) -> Self {
-        let result = if res < 0 {
+        Cqe::claimed(res, flags, Claim::Unclaimed)
+    }
+
+    /// A raw CQE with the buffers claimed for it as it was reaped. Buffers the ring lost
+    /// track of make the result an `InvalidData` error: no bytes are handed out that may
+    /// be another receive's.
+    pub(crate) fn claimed(res: i32, flags: u32, bufs: Claim) -> Self {
+        let result = if bufs.is_lost() {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the provided-buffer ring no longer says which buffers a receive of {res} \
+                     bytes filled (its CQE was taken after other buffers came back); its \
+                     bytes are dropped"
+                ),
+            ))
+        } else if res < 0 {
             Err(io::Error::from_raw_os_error(-res))
         } else {
             Ok(res as u32)
@@ -91,16 +107,8 @@ impl Cqe {
         Cqe {
             result,
             flags,
-            buf_offset: None,
+            bufs,
         }
-    }
-
-    /// A raw CQE whose bytes start `off` bytes into its provided buffer (an incremental
-    /// ring's offset, assigned as it was reaped); [`NO_OFFSET`] for none.
-    pub(crate) fn from_raw_at(res: i32, flags: u32, off: u32) -> Self {
-        let mut cqe = Cqe::from_raw(res, flags);
-        cqe.buf_offset = (off != NO_OFFSET).then_some(off);
-        cqe
     }
 
     /// Where this CQE's bytes start in its provided buffer, when it picked from an
@@ -108,7 +116,17 @@ impl Cqe {
     /// its op registered the ring ([`MultiOp::with_buf_ring`]): the driver assigns it as
     /// it reaps the CQE, in the order the kernel posted them. `None` otherwise.
     pub fn buf_offset(&self) -> Option<u32> {
-        self.buf_offset
+        match &self.bufs {
+            Claim::One(b) => b.inc_offset(),
+            Claim::Bufs(v) => v.first().and_then(|b| b.inc_offset()),
+            _ => None,
+        }
+    }
+
+    /// Whether the CQE's provided buffers were lost (its `result` then says so): the
+    /// ring's entries no longer said which buffers the kernel filled when it was taken.
+    pub fn bufs_lost(&self) -> bool {
+        self.bufs.is_lost()
     }
 
     /// Whether the kernel will post more CQEs for this op (`IORING_CQE_F_MORE`).

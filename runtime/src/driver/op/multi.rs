@@ -122,13 +122,15 @@ impl<T: 'static> MultiOp<T> {
         self
     }
 
-    /// Names the provided-buffer ring the op's SQE picks from. Needed for an incremental
-    /// ring ([`BufRing::incremental`](crate::buf::BufRing::incremental)): the driver then
-    /// assigns each CQE's offset in its buffer as it reaps it ([`Cqe::buf_offset`]), since
-    /// only the order the kernel posted them in says where the bytes are. Other rings need
-    /// nothing and are not kept. Takes effect at submission.
+    /// Names the provided-buffer ring the op's SQE picks from: the driver then takes each
+    /// CQE's buffers out of the ring as it reaps it, in the order the kernel posted them,
+    /// and the CQE carries them ([`BufRing::take_each`](crate::buf::BufRing::take_each)
+    /// hands them out). Needed for bundles, whose buffers are found by their positions in
+    /// the ring (positions that buffers returned later may take), and for an incremental
+    /// ring ([`BufRing::incremental`](crate::buf::BufRing::incremental)), whose offsets
+    /// ([`Cqe::buf_offset`]) only that order tells. Takes effect at submission.
     pub fn with_buf_ring(mut self, ring: &crate::buf::BufRing) -> Self {
-        self.buf_ring = ring.is_incremental().then(|| ring.clone());
+        self.buf_ring = Some(ring.clone());
         self
     }
 
