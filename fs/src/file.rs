@@ -13,7 +13,9 @@
 //! anything, and gives `InvalidInput` for an unaligned one rather than the kernel's bare
 //! `EINVAL`. [`AlignedBuf`](crate::AlignedBuf) gives aligned buffers.
 
+use std::cell::RefCell;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -24,7 +26,7 @@ use crate::fd::SharedFd;
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
 use crate::ops;
-use crate::stream::Stream;
+use crate::stream::{Access, Stream};
 
 /// The alignments direct I/O on a file needs.
 #[derive(Clone, Copy, Debug)]
@@ -99,6 +101,25 @@ fn check_pos(pos: u64) -> io::Result<()> {
 ///
 /// A file and its op futures belong to the core that opened it.
 ///
+/// # The stream and the handle's other calls
+/// The stream traits (`AsyncRead`, `AsyncWrite`, ...) keep a cursor, a read-ahead and a
+/// write-behind (see [`cursor`](File::cursor)). Every other call that touches the file's
+/// contents or size (`read_at`, `write_at` and their vectored and exact forms, `set_len`,
+/// `fallocate`, `sync_all`, `sync_data`, `sync_range`, `metadata`) first waits for the
+/// write-behind and returns its error, if any, with its kind (the call itself is then not
+/// made); one that may change the file (the writes, `set_len`, `fallocate`) also drops the
+/// read-ahead, so a stream read afterwards sees the file as it is: after a `set_len` below
+/// the cursor, reads give 0 (end of file), as std's `File`.
+///
+/// # Dropping
+/// Bytes a stream write reported written are written even if the file is dropped without
+/// a flush: a write still in flight is not cancelled, and the fd is closed only once it is
+/// done (the write holds the fd). What that write fails with (a full disk, say) cannot be
+/// returned from a drop and is lost, as with std's `BufWriter`: call
+/// [`flush`](futures::io::AsyncWriteExt::flush), [`sync_all`](File::sync_all) or
+/// [`close`] first to see it. One exception: the runtime's shutdown cancels every op still
+/// in flight, this write included, so flush before the runtime ends.
+///
 /// [`close`]: File::close
 ///
 /// ```
@@ -127,8 +148,9 @@ fn check_pos(pos: u64) -> io::Result<()> {
 pub struct File {
     fd: SharedFd,
     direct: Option<DirectAlign>,
-    /// The cursor and buffers of the stream traits (see `crate::stream`).
-    stream: Stream,
+    /// The cursor and buffers of the stream traits (see `crate::stream`); borrowed only
+    /// within one poll (the `&self` methods settle it first).
+    stream: RefCell<Stream>,
 }
 
 impl fmt::Debug for File {
@@ -143,13 +165,19 @@ impl fmt::Debug for File {
 
 impl File {
     pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>, append: bool) -> File {
-        let stream = Stream::new(append, direct.is_some());
+        let stream = RefCell::new(Stream::new(append, direct.is_some()));
         File { fd, direct, stream }
     }
 
     /// The fd and the stream state, for the stream traits.
     pub(crate) fn stream_parts(&mut self) -> (&SharedFd, &mut Stream) {
-        (&self.fd, &mut self.stream)
+        (&self.fd, self.stream.get_mut())
+    }
+
+    /// Before any other call on the file: waits for the stream's write-behind and gives its
+    /// error; for a call that may change the file, drops the read-ahead too.
+    async fn settle(&self, access: Access) -> io::Result<()> {
+        poll_fn(|cx| self.stream.borrow_mut().poll_settle(&self.fd, cx, access)).await
     }
 
     /// The cursor of the stream traits ([`AsyncRead`](futures::io::AsyncRead),
@@ -159,7 +187,7 @@ impl File {
     /// once the last write has finished (after a flush). Named so as not to shadow the
     /// async `stream_position` of futures' and tokio's `AsyncSeekExt`.
     pub fn cursor(&self) -> u64 {
-        self.stream.pos()
+        self.stream.borrow().pos()
     }
 
     /// Opens an existing file for reading.
@@ -206,6 +234,9 @@ impl File {
         if let Err(e) = self.check_direct(buf.stable_ptr(), buf.bytes_total(), pos) {
             return (Err(e), buf);
         }
+        if let Err(e) = self.settle(Access::Looks).await {
+            return (Err(e), buf);
+        }
         ops::read_at(&self.fd, buf, pos).await
     }
 
@@ -244,6 +275,9 @@ impl File {
     /// The kernel's errors are returned as they are (`EBADF` for a file opened read-only).
     pub async fn write_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<usize>, B) {
         if let Err(e) = self.check_direct(buf.stable_ptr(), buf.bytes_init(), pos) {
+            return (Err(e), buf);
+        }
+        if let Err(e) = self.settle(Access::Changes).await {
             return (Err(e), buf);
         }
         ops::write_at(&self.fd, buf, pos).await
@@ -303,6 +337,9 @@ impl File {
         if let Err(e) = self.check_direct_vectored(iov, pos) {
             return (Err(e), bufs);
         }
+        if let Err(e) = self.settle(Access::Looks).await {
+            return (Err(e), bufs);
+        }
         ops::readv_at(&self.fd, bufs, pos).await
     }
 
@@ -313,17 +350,22 @@ impl File {
         if let Err(e) = self.check_direct_vectored(iov, pos) {
             return (Err(e), bufs);
         }
+        if let Err(e) = self.settle(Access::Changes).await {
+            return (Err(e), bufs);
+        }
         ops::writev_at(&self.fd, bufs, pos).await
     }
 
     /// Flushes the file's data and metadata to the device (`fsync(2)`).
     pub async fn sync_all(&self) -> io::Result<()> {
+        self.settle(Access::Looks).await?;
         ops::fsync(&self.fd, false).await
     }
 
     /// Flushes the file's data, and only the metadata needed to read it back
     /// (`fdatasync(2)`).
     pub async fn sync_data(&self) -> io::Result<()> {
+        self.settle(Access::Looks).await?;
         ops::fsync(&self.fd, true).await
     }
 
@@ -334,6 +376,7 @@ impl File {
     /// [`sync_data`](File::sync_data) for that.
     pub async fn sync_range(&self, offset: u64, len: u64, flags: u32) -> io::Result<()> {
         check_pos(offset)?;
+        self.settle(Access::Looks).await?;
         // The SQE's length is 32 bits: larger ranges go in page-aligned pieces.
         const PIECE: u64 = 1 << 30;
         if len == 0 {
@@ -354,6 +397,7 @@ impl File {
     /// bytes from `offset` (`fallocate(2)`).
     pub async fn fallocate(&self, offset: u64, len: u64, mode: i32) -> io::Result<()> {
         check_pos(offset)?;
+        self.settle(Access::Changes).await?;
         ops::fallocate(&self.fd, offset, len, mode).await
     }
 
@@ -361,11 +405,13 @@ impl File {
     /// (`IORING_OP_FTRUNCATE`, Linux 6.9).
     pub async fn set_len(&self, len: u64) -> io::Result<()> {
         check_pos(len)?;
+        self.settle(Access::Changes).await?;
         ops::ftruncate(&self.fd, len).await
     }
 
     /// The file's metadata (`statx(2)` on the fd, with `AT_EMPTY_PATH`).
     pub async fn metadata(&self) -> io::Result<Metadata> {
+        self.settle(Access::Looks).await?;
         ops::statx_fd(&self.fd, 0).await
     }
 
@@ -385,7 +431,7 @@ impl File {
         let File { fd, stream, .. } = self;
         // Reads or a size query still in flight are cancelled; they hold fd clones, which
         // the loop below waits for like any dropped op's.
-        drop(stream);
+        drop(stream.into_inner());
         let closed = close_fd(fd).await;
         flushed.and(closed)
     }

@@ -1,20 +1,25 @@
-//! The cursor and buffers behind [`File`]'s stream traits: `futures::io::{AsyncRead,
-//! AsyncBufRead, AsyncWrite, AsyncSeek}`, and tokio's with the `tokio-io` feature.
+//! The cursor and buffers behind [`File`](crate::File)'s stream traits:
+//! `futures::io::{AsyncRead, AsyncBufRead, AsyncWrite, AsyncSeek}`, and tokio's with the
+//! `tokio-io` feature (the impls are in `traits`).
 //!
 //! As on a socket (see `net`'s `io::poll`), poll-based callers lend a buffer only for one
 //! call, but the kernel needs one it owns until the CQE, so the file keeps one buffer and at
 //! most one op in flight per direction between polls. Every read and write is still an
 //! `IORING_OP_READ`/`IORING_OP_WRITE`, at the file's cursor (an offset the file keeps; the
 //! kernel's own file position is not used, except by appends):
-//! - reading: a read at the cursor fills the internal buffer (64 KiB); `poll_read` copies
-//!   out of it and `poll_fill_buf` lends it; the cursor moves as bytes are consumed. A caller
-//!   that stops polling loses nothing: the op and its buffer stay in the file.
+//! - reading: `poll_read` reads at the cursor as much as the caller asked for (up to
+//!   64 KiB; as tokio's `File`, no more, so a read never returns bytes read before it was
+//!   called, even when another handle changed the file meanwhile) into the internal buffer
+//!   and copies out of it; `poll_fill_buf` reads up to 64 KiB ahead and lends the buffer
+//!   (what it lends is as old as that read, as with any `BufReader`). The cursor moves as
+//!   bytes are consumed. A caller that stops polling loses nothing: the op and its buffer
+//!   stay in the file, and a later read at the cursor takes what it read.
 //! - writing: `poll_write` first waits for the previous write, then copies up to 64 KiB into
 //!   the internal buffer, starts a write at the cursor, moves the cursor and reports the bytes
 //!   written (write-behind, like a `BufWriter`). The next write, read, seek, flush or
-//!   [`File::close`] waits for it first (rewriting a short write) and reports its error, if
-//!   any; after an error the cursor is back where the failed bytes began. Flush or close
-//!   before dropping the file: dropping it cancels a write still in flight.
+//!   [`File::close`](crate::File::close) waits for it first (rewriting a short write) and
+//!   reports its error, if any; after an error the cursor is back where the failed bytes
+//!   began.
 //! - a read waits for a write in flight first (a read sees the file's own writes); a write
 //!   waits for a read in flight and drops the read-ahead (the cursor does not move).
 //! - seeking waits for both directions first; `SeekFrom::End` asks the size with a `statx`
@@ -26,6 +31,22 @@
 //!   cursor is set to the kernel's file position (`lseek(fd, 0, SEEK_CUR)`: no I/O), i.e. just
 //!   past the bytes written, as std's `File` has it.
 //!
+//! # Invariants
+//! - The cursor is the logical position: the offset of `read_buf[read_off]`, and the offset
+//!   the next write goes to. Read-ahead and a write-behind never coexist (a write drops the
+//!   read-ahead, a read drains the write first).
+//! - The handle's own calls (`read_at`, `write_at`, `set_len`, `sync_data`, `metadata`, ...;
+//!   [`Stream::poll_settle`]) first wait for the write-behind and report its error, so they
+//!   see (and order after) every byte a stream write reported written. A call that may
+//!   change the file's contents or size also forgets the read-ahead, the read in flight and
+//!   a `SeekFrom::End` size query in flight (the cursor stays: it was already the logical
+//!   position), so no stream read or seek afterwards uses bytes or sizes older than the
+//!   change. Reads past a new, shorter end give 0, as std's `File`.
+//! - A write-behind is never cancelled: when the file is dropped with one in flight, the op
+//!   is detached ([`Op::detach`]) and runs to its end; it holds a clone of the fd and owns
+//!   its buffer, so the fd is closed only after the write, and no memory the kernel may
+//!   touch is freed or moved. What it fails with then is lost (no one is left to tell).
+//!
 //! The positional API (`read_at`, `write_at`, ...) neither uses nor moves the cursor.
 //! Files opened with `O_DIRECT` refuse the stream traits (`InvalidInput`): their buffers
 //! must be aligned, so use `read_at`/`write_at` with an [`AlignedBuf`](crate::AlignedBuf).
@@ -34,17 +55,21 @@ use std::future::Future;
 use std::io::{self, SeekFrom};
 use std::mem;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll, Waker};
 
-use futures::io::{AsyncBufRead, AsyncRead, AsyncSeek, AsyncWrite};
 use runtime::buf::{IoBuf, Slice};
 use runtime::driver::Op;
 
 use crate::fd::SharedFd;
-use crate::file::File;
 use crate::ops::{self, ReadAt, Statx, WriteAt};
 
-/// The internal read buffer's size.
+mod traits;
+mod wake;
+
+use wake::WakeList;
+
+/// The internal read buffer's size: the most one read takes.
 const READ_CAP: usize = 64 * 1024;
 /// The most one `poll_write` accepts.
 const WRITE_CAP: usize = 64 * 1024;
@@ -53,6 +78,15 @@ const CURRENT_POS: u64 = u64::MAX;
 
 /// A write in flight: the op and the file offset its slice begins at.
 type WriteInFlight = (Op<WriteAt<Slice<Vec<u8>>>>, u64);
+
+/// What one of the handle's own calls does to the file, for [`Stream::poll_settle`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Only looks at it (positional reads, `metadata`, the syncs).
+    Looks,
+    /// May change its contents or size (positional writes, `set_len`, `fallocate`).
+    Changes,
+}
 
 /// A file's cursor, its read-ahead and write-behind buffers, and the ops in flight.
 pub(crate) struct Stream {
@@ -66,7 +100,7 @@ pub(crate) struct Stream {
     read_buf: Vec<u8>,
     read_off: usize,
     /// A read at `pos` in flight; it owns the (then empty) read buffer.
-    read_op: Option<Op<ReadAt<Vec<u8>>>>,
+    read_op: Option<Op<ReadAt<Slice<Vec<u8>>>>>,
     /// A write in flight, and the buffer when none is.
     write_op: Option<WriteInFlight>,
     write_spare: Vec<u8>,
@@ -75,6 +109,8 @@ pub(crate) struct Stream {
     /// A seek started by tokio's `start_seek`, not yet completed.
     #[cfg_attr(not(feature = "tokio-io"), allow(dead_code))]
     pending_seek: Option<SeekFrom>,
+    /// The handle's own calls waiting for the write-behind (made at the first such wait).
+    waiters: Option<Arc<WakeList>>,
 }
 
 impl Stream {
@@ -91,6 +127,7 @@ impl Stream {
             write_spare: Vec::new(),
             size_op: None,
             pending_seek: None,
+            waiters: None,
         }
     }
 
@@ -113,9 +150,9 @@ impl Stream {
     /// Waits for a read in flight, keeping what it read as the read-ahead.
     fn poll_read_op(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some(op) = self.read_op.as_mut() {
-            let (res, buf) = ready!(Pin::new(op).poll(cx));
+            let (res, slice) = ready!(Pin::new(op).poll(cx));
             self.read_op = None;
-            self.read_buf = buf;
+            self.read_buf = slice.into_inner();
             self.read_off = 0;
             if let Err(e) = res {
                 self.read_buf.clear();
@@ -132,6 +169,16 @@ impl Stream {
         self.read_buf.clear();
         self.read_off = 0;
         Poll::Ready(())
+    }
+
+    /// Forgets everything read before a change to the file: the read-ahead, a read in
+    /// flight (cancelled: the driver keeps its buffer until the kernel is done with it) and
+    /// a size query in flight. The cursor stays.
+    fn forget_reads(&mut self) {
+        self.read_op = None;
+        self.read_buf.clear();
+        self.read_off = 0;
+        self.size_op = None;
     }
 
     /// Sets the cursor to the kernel's file position, after an append.
@@ -193,12 +240,36 @@ impl Stream {
         Poll::Ready(Ok(()))
     }
 
-    /// The read-ahead, reading more at the cursor first if there is none; empty at the end
-    /// of the file.
-    pub(crate) fn poll_fill_buf(
+    /// Before one of the handle's own calls: waits for the write-behind (any number of
+    /// calls of a shared file may wait at once) and gives its error, if any; then, for a
+    /// call that changes the file, forgets what was read before it (see the module's
+    /// invariants).
+    pub(crate) fn poll_settle(
         &mut self,
         fd: &SharedFd,
         cx: &mut Context<'_>,
+        access: Access,
+    ) -> Poll<io::Result<()>> {
+        if self.write_op.is_some() {
+            // An op keeps one waker: poll it with one that wakes every waiting call.
+            let list = self.waiters.get_or_insert_with(Arc::default).clone();
+            list.register(cx.waker());
+            let waker = Waker::from(list);
+            ready!(self.poll_drain(fd, &mut Context::from_waker(&waker)))?;
+        }
+        if access == Access::Changes {
+            self.forget_reads();
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The read-ahead, reading up to `want` bytes (at most 64 KiB) at the cursor first if
+    /// there is none; empty at the end of the file.
+    fn poll_fill(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        want: usize,
     ) -> Poll<io::Result<&[u8]>> {
         self.check_direct()?;
         ready!(self.poll_drain(fd, cx))?;
@@ -207,15 +278,26 @@ impl Stream {
                 check_offset(self.pos)?;
                 let mut buf = mem::take(&mut self.read_buf);
                 buf.clear();
-                if buf.capacity() == 0 {
+                if buf.capacity() < READ_CAP {
                     buf.reserve_exact(READ_CAP);
                 }
                 self.read_off = 0;
-                self.read_op = Some(ops::read_at(fd, buf, self.pos));
+                let want = want.clamp(1, READ_CAP);
+                self.read_op = Some(ops::read_at(fd, buf.slice(..want), self.pos));
             }
             ready!(self.poll_read_op(cx))?;
         }
         Poll::Ready(Ok(&self.read_buf[self.read_off..]))
+    }
+
+    /// The read-ahead, reading up to 64 KiB at the cursor first if there is none (what
+    /// `AsyncBufRead` lends); empty at the end of the file.
+    pub(crate) fn poll_fill_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<&[u8]>> {
+        self.poll_fill(fd, cx, READ_CAP)
     }
 
     /// Marks `amt` bytes of the read-ahead as read, moving the cursor past them.
@@ -225,19 +307,21 @@ impl Stream {
         self.pos += amt as u64;
     }
 
-    /// Copies read-ahead into `out`, reading first if there is none.
-    pub(crate) fn poll_read(
+    /// Copies up to `max` bytes of read-ahead out with `put`, reading (no more than `max`)
+    /// first if there is none; gives the count, 0 at the end of the file.
+    pub(crate) fn poll_read_with(
         &mut self,
         fd: &SharedFd,
         cx: &mut Context<'_>,
-        out: &mut [u8],
+        max: usize,
+        put: impl FnOnce(&[u8]),
     ) -> Poll<io::Result<usize>> {
-        if out.is_empty() {
+        if max == 0 {
             return Poll::Ready(Ok(0));
         }
-        let avail = ready!(self.poll_fill_buf(fd, cx))?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
+        let avail = ready!(self.poll_fill(fd, cx, max))?;
+        let n = avail.len().min(max);
+        put(&avail[..n]);
         self.consume(n);
         Poll::Ready(Ok(n))
     }
@@ -255,6 +339,8 @@ impl Stream {
         self.check_direct()?;
         ready!(self.poll_drain(fd, cx))?;
         ready!(self.poll_drop_read_ahead(cx));
+        // A size asked before this write is stale once it starts.
+        self.size_op = None;
         let mut buf = mem::take(&mut self.write_spare);
         buf.clear();
         for b in bufs {
@@ -344,6 +430,17 @@ impl Stream {
     }
 }
 
+impl Drop for Stream {
+    /// Lets a write-behind in flight run to its end rather than cancelling it (see the
+    /// module's invariants); its outcome is dropped with no one to report it to. Reads and
+    /// size queries in flight are cancelled.
+    fn drop(&mut self) {
+        if let Some((op, _)) = self.write_op.take() {
+            op.detach(|_| {});
+        }
+    }
+}
+
 /// Offsets past `i64::MAX` are negative to the kernel (and -1 means its file position).
 fn check_offset(pos: u64) -> io::Result<()> {
     if pos > i64::MAX as u64 {
@@ -353,169 +450,6 @@ fn check_offset(pos: u64) -> io::Result<()> {
         ));
     }
     Ok(())
-}
-
-impl AsyncRead for File {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_read(fd, cx, buf)
-    }
-}
-
-impl AsyncBufRead for File {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_fill_buf(fd, cx)
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        self.get_mut().stream_parts().1.consume(amt);
-    }
-}
-
-impl AsyncWrite for File {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_write_vectored(fd, cx, &[io::IoSlice::new(buf)])
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_write_vectored(fd, cx, bufs)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_flush(fd, cx)
-    }
-
-    /// Flushes; the fd stays open until the file is dropped or [`File::close`]d.
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_flush(fd, cx)
-    }
-}
-
-impl AsyncSeek for File {
-    fn poll_seek(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        pos: SeekFrom,
-    ) -> Poll<io::Result<u64>> {
-        let (fd, stream) = self.get_mut().stream_parts();
-        stream.poll_seek(fd, cx, pos)
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-mod tokio_impls {
-    use super::*;
-
-    impl tokio::io::AsyncRead for File {
-        fn poll_read(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            out: &mut tokio::io::ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            if out.remaining() == 0 {
-                return Poll::Ready(Ok(()));
-            }
-            let (fd, stream) = self.get_mut().stream_parts();
-            let avail = ready!(stream.poll_fill_buf(fd, cx))?;
-            let n = avail.len().min(out.remaining());
-            out.put_slice(&avail[..n]);
-            stream.consume(n);
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    impl tokio::io::AsyncBufRead for File {
-        fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            stream.poll_fill_buf(fd, cx)
-        }
-
-        fn consume(self: Pin<&mut Self>, amt: usize) {
-            self.get_mut().stream_parts().1.consume(amt);
-        }
-    }
-
-    impl tokio::io::AsyncWrite for File {
-        fn poll_write(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            stream.poll_write_vectored(fd, cx, &[io::IoSlice::new(buf)])
-        }
-
-        fn poll_write_vectored(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[io::IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            stream.poll_write_vectored(fd, cx, bufs)
-        }
-
-        fn is_write_vectored(&self) -> bool {
-            true
-        }
-
-        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            stream.poll_flush(fd, cx)
-        }
-
-        /// Flushes; the fd stays open until the file is dropped or [`File::close`]d.
-        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            stream.poll_flush(fd, cx)
-        }
-    }
-
-    impl tokio::io::AsyncSeek for File {
-        /// Records the seek; [`poll_complete`](tokio::io::AsyncSeek::poll_complete) does it.
-        /// A second `start_seek` before the first completes is an error (as tokio's `File`).
-        fn start_seek(self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
-            let stream = self.get_mut().stream_parts().1;
-            if stream.pending_seek.is_some() {
-                return Err(io::Error::other(
-                    "a seek is already in progress: call poll_complete first",
-                ));
-            }
-            stream.pending_seek = Some(position);
-            Ok(())
-        }
-
-        fn poll_complete(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<u64>> {
-            let (fd, stream) = self.get_mut().stream_parts();
-            match stream.pending_seek {
-                Some(target) => {
-                    let res = ready!(stream.poll_seek(fd, cx, target));
-                    stream.pending_seek = None;
-                    Poll::Ready(res)
-                }
-                None => {
-                    ready!(stream.poll_drain(fd, cx))?;
-                    Poll::Ready(Ok(stream.pos))
-                }
-            }
-        }
-    }
 }
 
 impl std::fmt::Debug for Stream {
