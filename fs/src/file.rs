@@ -117,8 +117,8 @@ fn check_pos(pos: u64) -> io::Result<()> {
 /// done (the write holds the fd). What that write fails with (a full disk, say) cannot be
 /// returned from a drop and is lost, as with std's `BufWriter`: call
 /// [`flush`](futures::io::AsyncWriteExt::flush), [`sync_all`](File::sync_all) or
-/// [`close`] first to see it. One exception: the runtime's shutdown cancels every op still
-/// in flight, this write included, so flush before the runtime ends.
+/// [`close`] first to see it. The runtime's shutdown, too, lets such a write finish
+/// (for up to 2 seconds) before it cancels what is left.
 ///
 /// [`close`]: File::close
 ///

@@ -19,16 +19,18 @@
 
 mod enter;
 pub(crate) mod features;
+mod fixed;
 pub mod op;
 pub mod ops;
 mod setup;
+mod shutdown;
 mod slots;
 mod sq;
 
 use std::io;
 use std::os::fd::RawFd;
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
@@ -61,10 +63,6 @@ const SYNC_TOKEN: u64 = u64::MAX - 4;
 const MSG_SRC_BASE: u64 = u64::MAX - 16;
 const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
 
-/// How long shutdown waits for cancelled ops without any progress before it gives up on
-/// them (their memory is then leaked, never freed under the kernel).
-const SHUTDOWN_STALL: Duration = Duration::from_secs(10);
-
 /// How long a wait for a batch (see `Driver::expect_batch`) holds out for the whole batch
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
@@ -93,6 +91,8 @@ pub(crate) struct Driver {
     shutting_down: bool,
     /// Ops in flight, whether the wake read is armed, and since when that is unchanged.
     shutdown_progress: (usize, bool, Instant),
+    /// During shutdown: when detached ops still running are cancelled too.
+    linger_until: Option<Instant>,
     /// Whether the kernel has `IORING_OP_MSG_RING` (5.18).
     msg_ring_ok: bool,
     /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12, and the builder's
@@ -172,6 +172,7 @@ impl Driver {
             sync_result: None,
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
+            linger_until: None,
             counters: DriverCounters::default(),
         };
         driver.arm_wake();
@@ -394,162 +395,12 @@ impl Driver {
         }
     }
 
-    /// Queues an `IORING_OP_CLOSE` of direct descriptor `index` (an index in this ring's
-    /// fixed-file table), fire and forget: its CQE, posted only on failure where the kernel
-    /// can skip successful ones, is dropped. The caller guarantees that no op still names
-    /// the index (the [`SharedFd`](crate::fd::SharedFd) invariant) and that nothing else
-    /// owns it; the slot is free for the kernel to allocate again once the close has run,
-    /// at the next submission.
-    pub(crate) fn close_fixed(&mut self, index: u32) {
-        let mut sqe = opcode::Close::new(types::Fixed(index))
-            .build()
-            .user_data(FIXED_CLOSE_TOKEN);
-        if self.skip_success_ok {
-            sqe = sqe.flags(squeue::Flags::SKIP_SUCCESS);
-        }
-        self.push(sqe);
-    }
-
-    /// [`close_fixed`](Driver::close_fixed), submitted at once with whatever else the SQ
-    /// holds (one `io_uring_enter(2)`, the cost of the `close(2)` a regular fd pays): the
-    /// socket is closed (its peer sees the FIN) when this returns, as for a regular fd,
-    /// even if the calling task then blocks its core rather than yield to the loop.
-    pub(crate) fn close_fixed_now(&mut self, index: u32) {
-        self.close_fixed(index);
-        self.submit_now();
-    }
-
-    /// Installs a regular fd for direct descriptor `index` (`IORING_OP_FIXED_FD_INSTALL`,
-    /// Linux 6.8, synchronously; see [`Driver::run_sync`]): a new fd (`O_CLOEXEC`) for the
-    /// same file, which stays in the table too.
-    pub(crate) fn install_fixed(&mut self, index: u32) -> io::Result<std::os::fd::OwnedFd> {
-        use std::os::fd::FromRawFd;
-        let sqe = opcode::FixedFdInstall::new(types::Fixed(index), 0).build();
-        // SAFETY: a FIXED_FD_INSTALL points at no memory.
-        let res = unsafe { self.run_sync(sqe) };
-        if res < 0 {
-            return Err(io::Error::from_raw_os_error(-res));
-        }
-        // SAFETY: a successful install's result is a new fd that nothing else owns.
-        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(res) })
-    }
-
-    /// Sets socket option `level`/`name` to `value` on direct descriptor `index` without a
-    /// regular fd: `IORING_OP_URING_CMD` with `SOCKET_URING_OP_SETSOCKOPT` (Linux 6.7),
-    /// synchronously (see [`Driver::run_sync`]). A kernel without socket commands gives
-    /// `EOPNOTSUPP` (or `EINVAL` before 6.0's `URING_CMD`).
-    pub(crate) fn setsockopt_fixed(
-        &mut self,
-        index: u32,
-        level: i32,
-        name: i32,
-        value: &[u8],
-    ) -> io::Result<()> {
-        /// `SOCKET_URING_OP_SETSOCKOPT` (include/uapi/linux/io_uring.h).
-        const SOCKET_URING_OP_SETSOCKOPT: u32 = 3;
-        let optlen = u32::try_from(value.len()).map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidInput, "socket option value too long")
-        })?;
-        // `level` and `optname` share the SQE's `addr` field (level first in memory);
-        // `optval` is `addr3`, the first 8 bytes of the command area; `optlen` shares
-        // bytes 44..48 with `file_index`.
-        let mut level_name = [0u8; 8];
-        level_name[..4].copy_from_slice(&level.to_ne_bytes());
-        level_name[4..].copy_from_slice(&name.to_ne_bytes());
-        // The kernel reads the value from a heap copy that is leaked, never freed, should
-        // the wait for the op's CQE unwind (a fatal ring error) before the CQE came.
-        let value = LeakOnUnwind(Some(Box::<[u8]>::from(value)));
-        let ptr = value.0.as_deref().map_or(std::ptr::null(), <[u8]>::as_ptr);
-        let mut cmd = [0u8; 16];
-        cmd[..8].copy_from_slice(&(ptr as u64).to_ne_bytes());
-        let sqe = opcode::UringCmd16::new(types::Fixed(index), SOCKET_URING_OP_SETSOCKOPT)
-            .addr(Some(u64::from_ne_bytes(level_name)))
-            .cmd(cmd)
-            .build();
-        let sqe = op::sqe_with_optlen(sqe, optlen);
-        // SAFETY: the SQE points only at `value`'s heap copy, which lives until this call
-        // returns, after the op's CQE (or is leaked if the wait unwinds).
-        let res = unsafe { self.run_sync(sqe) };
-        drop(value);
-        if res < 0 {
-            return Err(io::Error::from_raw_os_error(-res));
-        }
-        Ok(())
-    }
-
     /// Queues an `ASYNC_CANCEL` for the op in slot `key`; its own CQE is dropped.
     pub(crate) fn cancel(&mut self, key: usize) {
         let sqe = opcode::AsyncCancel::new(key as u64)
             .build()
             .user_data(CANCEL_TOKEN);
         self.push(sqe);
-    }
-
-    /// Starts shutdown: cancels every op still in flight and the wake read. Called with the
-    /// tasks already dropped, so every op left is ignored or owned by a future outside them.
-    /// Then call [`Driver::shutdown_step`] until it says done, dropping `take_dead` between.
-    pub(crate) fn shutdown_start(&mut self) {
-        self.shutting_down = true;
-        let keys: Vec<usize> = self
-            .ops
-            .iter()
-            .filter(|(_, s)| match s {
-                Lifecycle::Completed { .. } => false,
-                Lifecycle::Multi(m) => !m.done,
-                _ => true,
-            })
-            .map(|(k, _)| k)
-            .collect();
-        for key in keys {
-            self.cancel(key);
-        }
-        if self.wake_armed {
-            let sqe = opcode::AsyncCancel::new(WAKE_TOKEN)
-                .build()
-                .user_data(CANCEL_TOKEN);
-            self.push(sqe);
-        }
-        self.shutdown_progress = (self.in_flight(), self.wake_armed, Instant::now());
-    }
-
-    /// Waits a little for cancelled ops and reaps them; true once the kernel owns nothing
-    /// of ours (or, after a long stall, what it still owns was leaked rather than freed).
-    pub(crate) fn shutdown_step(&mut self) -> bool {
-        let (last_n, last_armed, since) = self.shutdown_progress;
-        if (last_n, last_armed) == (0, false) {
-            return true;
-        }
-        self.park(true, Some(Duration::from_millis(50)));
-        self.reap(Waker::wake);
-        let now = (self.in_flight(), self.wake_armed);
-        if now != (last_n, last_armed) {
-            self.shutdown_progress = (now.0, now.1, Instant::now());
-            return now == (0, false);
-        }
-        if since.elapsed() > SHUTDOWN_STALL {
-            // The kernel will not give these back: leak them rather than free memory it may
-            // still write.
-            eprintln!(
-                "runtime: {last_n} ops still in flight after shutdown; leaking their buffers"
-            );
-            std::mem::forget(std::mem::take(&mut self.ops));
-            std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
-            self.shutdown_progress = (0, false, since);
-            return true;
-        }
-        false
-    }
-}
-
-/// Memory an SQE points at, freed when dropped normally but leaked when dropped by an
-/// unwinding panic (the kernel may still read it).
-struct LeakOnUnwind(Option<Box<[u8]>>);
-
-impl Drop for LeakOnUnwind {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            std::mem::forget(self.0.take());
-        }
     }
 }
 
