@@ -138,8 +138,13 @@ fn a_failed_send_is_reported_by_the_next_write() {
         a.write_chunk(chunk).await.unwrap();
         let err = a.flush().await.expect_err("the failed send is reported");
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe, "{err}");
-        // Reported once: the write direction goes on (and fails again on its own).
-        assert!(a.flush().await.is_ok());
+        // Sticky: bytes reported written were lost, so every later call fails the same way.
+        let again = a.flush().await.expect_err("the failure sticks");
+        assert_eq!(again.kind(), io::ErrorKind::BrokenPipe, "{again}");
+        let more = AsyncWriteExt::write_all(&mut a, b"more")
+            .await
+            .expect_err("a later write");
+        assert_eq!(more.kind(), io::ErrorKind::BrokenPipe, "{more}");
     });
 }
 

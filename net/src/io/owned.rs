@@ -2,14 +2,16 @@
 //!
 //! A zero-length buffer is answered with `Ok(0)` without submitting. `read_exact` and
 //! `write_all` loop over short transfers with `Slice`s of the caller's buffer; the buffer
-//! comes back with the result whatever happened. Errors are the kernel's, unwrapped.
+//! comes back with the result whatever happened. Errors are the kernel's, unwrapped, but
+//! for a send that stopped short or took nothing: the socket is asked why (`SO_ERROR`)
+//! and its error's kind is returned, with the counts (see [`short_send_error`]).
 
 use std::io;
 
 use runtime::buf::{IoBuf, IoBufMut};
 
 use crate::fd::SharedFd;
-use crate::ops;
+use crate::ops::{self, MAX_LEN};
 
 /// Reads once into `buf`, up to its total length; `Ok(0)` is end of stream.
 pub(crate) async fn read<B: IoBufMut>(fd: &SharedFd, buf: B) -> (io::Result<usize>, B) {
@@ -17,39 +19,6 @@ pub(crate) async fn read<B: IoBufMut>(fd: &SharedFd, buf: B) -> (io::Result<usiz
         return (Ok(0), buf);
     }
     ops::recv(fd, buf).await
-}
-
-/// Reads once into `buf`'s spare capacity, appending (8 KiB reserved first when it has
-/// none); `Ok(0)` is end of stream.
-pub(crate) async fn read_buf(fd: &SharedFd, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-    if buf.capacity() == buf.len() {
-        buf.reserve(8 * 1024);
-    }
-    let (res, spare) = read(fd, runtime::buf::Spare::new(buf)).await;
-    (res, spare.into_inner())
-}
-
-/// Reads until `buf` is full (its total length); `UnexpectedEof` if the stream ends first.
-pub(crate) async fn read_exact<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> (io::Result<()>, B) {
-    let total = buf.bytes_total();
-    let mut filled = 0;
-    while filled < total {
-        let (res, slice) = ops::recv(fd, buf.slice(filled..)).await;
-        buf = slice.into_inner();
-        match res {
-            Ok(0) => {
-                let err = io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("stream ended after {filled} of {total} bytes"),
-                );
-                return (Err(err), buf);
-            }
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return (Err(e), buf),
-        }
-    }
-    (Ok(()), buf)
 }
 
 /// Writes `buf`'s initialised bytes once; the count may be short.
@@ -60,20 +29,25 @@ pub(crate) async fn write<B: IoBuf>(fd: &SharedFd, buf: B) -> (io::Result<usize>
     ops::send(fd, buf).await
 }
 
-/// Writes all of `buf`'s initialised bytes; `WriteZero` if the kernel takes none.
+/// Writes all of `buf`'s initialised bytes. A send that stops short fails with the
+/// socket's error (see [`short_send_error`]); `WriteZero` only if the kernel takes no byte
+/// and the socket has no error.
 pub(crate) async fn write_all<B: IoBuf>(fd: &SharedFd, mut buf: B) -> (io::Result<()>, B) {
     let end = buf.bytes_init();
     let mut done = 0;
     while done < end {
+        let asked = (end - done).min(MAX_LEN as usize);
         let (res, slice) = ops::send_all(fd, buf.slice(done..end)).await;
         buf = slice.into_inner();
         match res {
-            Ok(0) => {
-                let err = io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    format!("the socket took 0 bytes after {done} of {end}"),
-                );
-                return (Err(err), buf);
+            Ok(0) => return (Err(short_send_error(fd, 0, end - done)), buf),
+            Ok(n) if n < asked => {
+                // With MSG_WAITALL a short count means the socket failed. If it no longer
+                // says why (the kernel's own retry took the error), the next send will.
+                done += n;
+                if let Some(e) = socket_error(fd) {
+                    return (Err(with_counts(&e, done, end)), buf);
+                }
             }
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -96,7 +70,8 @@ pub(crate) async fn writev<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> (io::Result
 ///
 /// One vectored send; after a short one (the socket's send buffer full), the rest goes out
 /// buffer by buffer with [`write_all`] on a `Slice` of each (so a short first send costs one
-/// send per buffer left, not a re-gather). `WriteZero` if the kernel takes none.
+/// send per buffer left, not a re-gather). Failures are as [`write_all`]'s: the socket's
+/// error, `WriteZero` only if the kernel takes no byte and the socket has no error.
 pub(crate) async fn writev_all<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
     let total: usize = bufs.iter().map(IoBuf::bytes_init).sum();
     if total == 0 {
@@ -105,13 +80,7 @@ pub(crate) async fn writev_all<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> (io::Re
     let (res, bufs) = ops::send_msg_vectored(fd, bufs).await;
     let sent = match res {
         Ok(n) if n >= total => return (Ok(()), bufs),
-        Ok(0) => {
-            let err = io::Error::new(
-                io::ErrorKind::WriteZero,
-                format!("the socket took 0 of {total} bytes"),
-            );
-            return (Err(err), bufs);
-        }
+        Ok(0) => return (Err(short_send_error(fd, 0, total)), bufs),
         Ok(n) => n,
         Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
         Err(e) => return (Err(e), bufs),
@@ -145,4 +114,46 @@ pub(crate) async fn write_all_from(fd: &SharedFd, data: &[u8]) -> io::Result<()>
         return Ok(());
     }
     write_all(fd, data.to_vec()).await.0
+}
+
+/// The error for a send that stopped after `sent` of `len` bytes (a short `MSG_WAITALL`
+/// send, or one that took nothing): the socket's own error (`SO_ERROR`, which clears it),
+/// its kind kept and the counts added. With none pending (the kernel's retry of the send
+/// already took it, as it does after a reset), a send that took bytes and then stopped lost
+/// its peer: `BrokenPipe`, what the next `send(2)` says; one that took none is `WriteZero`.
+pub(super) fn short_send_error(fd: &SharedFd, sent: usize, len: usize) -> io::Error {
+    if let Some(e) = socket_error(fd) {
+        return with_counts(&e, sent, len);
+    }
+    if sent == 0 {
+        return io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("the socket took 0 of {len} bytes, with no socket error"),
+        );
+    }
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        format!(
+            "the socket took {sent} of {len} bytes, then failed with no error left to read \
+             (the peer is gone)"
+        ),
+    )
+}
+
+/// The socket's pending error, taken (`getsockopt(SO_ERROR)`); `None` if there is none, or
+/// if it cannot be read (a direct descriptor whose regular fd cannot be installed).
+fn socket_error(fd: &SharedFd) -> Option<io::Error> {
+    let borrowed = fd.try_as_fd().ok()?;
+    socket2::SockRef::from(&borrowed)
+        .take_error()
+        .ok()
+        .flatten()
+}
+
+/// `err`'s kind, its message after the counts of a send that stopped short.
+fn with_counts(err: &io::Error, sent: usize, len: usize) -> io::Error {
+    io::Error::new(
+        err.kind(),
+        format!("the socket took {sent} of {len} bytes: {err}"),
+    )
 }

@@ -13,8 +13,14 @@
 //! to its ring) as soon as it completes, so an idle connection holds no buffer. It is not
 //! cancelled when the socket is dropped: bytes reported written are sent, as `close(2)`
 //! leaves a socket buffer's bytes to be sent (the op keeps the socket open until then).
+//!
+//! A send that fails loses bytes already reported written, so the failure is sticky: the
+//! call that collects it returns it, with its kind (a short `MSG_WAITALL` send asks the
+//! socket why, see `owned::short_send_error`), and every later write, `write_chunk`,
+//! flush and close fails with the same kind, as a byte sent after the gap would corrupt
+//! the stream.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
 use std::net::Shutdown as How;
@@ -40,7 +46,10 @@ const WRITE_CAP: usize = 64 * 1024;
 /// soon as it completes, so an idle socket holds no buffer.
 #[derive(Default)]
 pub(crate) struct WriteState {
-    ops: Option<Box<Pending>>,
+    /// In a `RefCell`, borrowed only within one poll: the poll traits and `write_chunk`
+    /// reach it through `&mut` (no run-time borrow), the owned-buffer writes, which take
+    /// `&self`, through [`WriteState::poll_flush_shared`] (see `io::ordered`).
+    ops: RefCell<Option<Box<Pending>>>,
     closed: bool,
 }
 
@@ -51,41 +60,74 @@ struct Pending {
     status: Rc<SendStatus>,
     /// A send was started and its outcome not yet collected.
     in_flight: bool,
+    /// Why a send failed, once one has: every later call fails with it.
+    failed: Option<Failure>,
     shutdown: Option<Op<Shutdown>>,
 }
 
 /// The outcome of a detached send, written by its CQE handler inside the driver.
 #[derive(Default)]
 struct SendStatus {
-    result: Cell<Option<io::Result<()>>>,
+    result: Cell<Option<Outcome>>,
     /// The task waiting for the outcome, woken by the handler.
     waker: Cell<Option<Waker>>,
+}
+
+/// What a send's CQE said. A short count is kept as counts: the socket is asked why only
+/// when the outcome is collected, outside the driver (the handler must not use the
+/// runtime, which installing a direct descriptor's fd for `getsockopt` does).
+enum Outcome {
+    Sent,
+    Short { sent: usize, len: usize },
+    Failed(io::Error),
+}
+
+/// A failed send, kept to fail every later call the same way (`io::Error` is not `Clone`).
+struct Failure {
+    kind: io::ErrorKind,
+    message: Box<str>,
+}
+
+impl Failure {
+    fn of(err: &io::Error) -> Failure {
+        Failure {
+            kind: err.kind(),
+            message: err.to_string().into(),
+        }
+    }
+
+    /// The error again, same kind, saying it is an earlier send's.
+    fn error(&self) -> io::Error {
+        io::Error::new(
+            self.kind,
+            format!(
+                "an earlier send on this socket failed, bytes reported written were lost: {}",
+                self.message
+            ),
+        )
+    }
 }
 
 impl WriteState {
     /// The ops' box, made on first use.
     fn pending(&mut self) -> &mut Pending {
-        self.ops.get_or_insert_with(Box::default)
+        self.ops.get_mut().get_or_insert_with(Box::default)
     }
 
-    /// Waits until the send in flight (if any) is done, and reports its error.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Some(pending) = self.ops.as_deref_mut() else {
-            return Poll::Ready(Ok(()));
-        };
-        if !pending.in_flight {
-            return Poll::Ready(Ok(()));
-        }
-        match pending.status.result.take() {
-            Some(res) => {
-                pending.in_flight = false;
-                Poll::Ready(res)
-            }
-            None => {
-                pending.status.waker.set(Some(cx.waker().clone()));
-                Poll::Pending
-            }
-        }
+    /// Waits until the send in flight (if any) is done, and reports its error, or an
+    /// earlier send's (sticky: see the module documentation).
+    fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        drain(self.ops.get_mut().as_deref_mut(), fd, cx)
+    }
+
+    /// [`poll_flush`](WriteState::poll_flush) for a caller holding only `&self` (an
+    /// owned-buffer write, which waits for the write-behind first).
+    pub(crate) fn poll_flush_shared(
+        &self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        drain(self.ops.borrow_mut().as_deref_mut(), fd, cx)
     }
 
     /// Accepts up to 64 KiB of `data` and starts sending it.
@@ -110,7 +152,7 @@ impl WriteState {
         if bufs.iter().all(|b| b.is_empty()) {
             return Poll::Ready(Ok(0));
         }
-        ready!(self.poll_drain(cx))?;
+        ready!(self.poll_drain(fd, cx))?;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let mut buf = Vec::with_capacity(total.min(WRITE_CAP));
         for b in bufs {
@@ -134,7 +176,7 @@ impl WriteState {
         cx: &mut Context<'_>,
         chunk: &mut Option<Chunk>,
     ) -> Poll<io::Result<()>> {
-        ready!(self.poll_drain(cx))?;
+        ready!(self.poll_drain(fd, cx))?;
         match chunk.take() {
             Some(c) if !c.is_empty() => self.start_send(fd, c),
             _ => {}
@@ -156,16 +198,15 @@ impl WriteState {
         pending.in_flight = true;
         let status = pending.status.clone();
         ops::send_all(fd, buf).detach(move |cqe| {
-            let res = match cqe.result {
-                Ok(n) if n as usize >= len => Ok(()),
-                // With MSG_WAITALL a short count means the rest failed.
-                Ok(n) => Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    format!("the socket took {n} of {len} bytes"),
-                )),
-                Err(e) => Err(e),
+            let outcome = match cqe.result {
+                Ok(n) if n as usize >= len => Outcome::Sent,
+                Ok(n) => Outcome::Short {
+                    sent: n as usize,
+                    len,
+                },
+                Err(e) => Outcome::Failed(e),
             };
-            status.result.set(Some(res));
+            status.result.set(Some(outcome));
             if let Some(w) = status.waker.take() {
                 w.wake();
             }
@@ -175,10 +216,10 @@ impl WriteState {
     /// Waits until every accepted byte is sent.
     pub(crate) fn poll_flush(
         &mut self,
-        _fd: &SharedFd,
+        fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        self.poll_drain(cx)
+        self.poll_drain(fd, cx)
     }
 
     /// Flushes, then shuts down the write direction (the peer reads end of stream), once.
@@ -187,7 +228,7 @@ impl WriteState {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        ready!(self.poll_drain(cx))?;
+        ready!(self.poll_drain(fd, cx))?;
         if self.closed {
             return Poll::Ready(Ok(()));
         }
@@ -204,9 +245,47 @@ impl WriteState {
 
 impl std::fmt::Debug for WriteState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Ok(ops) = self.ops.try_borrow() else {
+            return f.write_str("WriteState { <in use> }");
+        };
         f.debug_struct("WriteState")
-            .field("in_flight", &self.ops.as_ref().is_some_and(|p| p.in_flight))
+            .field("in_flight", &ops.as_ref().is_some_and(|p| p.in_flight))
             .field("closed", &self.closed)
+            .field(
+                "failed",
+                &ops.as_ref().and_then(|p| p.failed.as_ref().map(|f| f.kind)),
+            )
             .finish()
     }
+}
+
+/// Waits until the send in flight (if any) is done, and reports its error, or an earlier
+/// send's (sticky: see the module documentation).
+fn drain(
+    pending: Option<&mut Pending>,
+    fd: &SharedFd,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<()>> {
+    let Some(pending) = pending else {
+        return Poll::Ready(Ok(()));
+    };
+    if let Some(failure) = &pending.failed {
+        return Poll::Ready(Err(failure.error()));
+    }
+    if !pending.in_flight {
+        return Poll::Ready(Ok(()));
+    }
+    let Some(outcome) = pending.status.result.take() else {
+        pending.status.waker.set(Some(cx.waker().clone()));
+        return Poll::Pending;
+    };
+    pending.in_flight = false;
+    let err = match outcome {
+        Outcome::Sent => return Poll::Ready(Ok(())),
+        // With MSG_WAITALL a short count means the socket failed: it says why.
+        Outcome::Short { sent, len } => super::owned::short_send_error(fd, sent, len),
+        Outcome::Failed(e) => e,
+    };
+    pending.failed = Some(Failure::of(&err));
+    Poll::Ready(Err(err))
 }
