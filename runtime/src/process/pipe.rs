@@ -7,6 +7,18 @@
 //! The traits keep one buffer and at most one op in flight per pipe, between polls, so a
 //! poll that is dropped loses nothing: the bytes a read brought stay buffered, and a write
 //! reported done is sent (write-behind, like a `BufWriter`; `poll_flush` waits for it).
+//!
+//! Bytes a write reported written are delivered even if the writer is then dropped
+//! unflushed: the drop hands the write in flight to a task of its own on the current core,
+//! which finishes it (a pipe write may be short; the rest is written again) and then lets
+//! the pipe close, so the child sees every byte and then end of input. That task's error,
+//! if any (the child closed its end), has no caller left and is dropped; flush first to
+//! see it. A runtime that shuts down first cancels the write, as it does every op.
+//!
+//! Writing to a pipe whose reader is gone (the child exited) fails with `BrokenPipe`
+//! (`EPIPE`, from the write in flight, so reported by the next write or flush). The kernel
+//! also raises `SIGPIPE`, which Rust programs ignore from `main` on; a process that does not
+//! ignore it dies of it, as with any pipe write.
 
 use std::future::Future;
 use std::io;
@@ -224,29 +236,13 @@ impl PipeWriter {
 
     /// Waits until every accepted byte is written, resending short writes.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some(op) = self.in_flight.as_mut() {
-            let (res, buf, from) = ready!(Pin::new(op).poll(cx));
-            self.in_flight = None;
-            match res {
-                Ok(0) => {
-                    self.spare = buf;
-                    let err = io::Error::new(io::ErrorKind::WriteZero, "the pipe took 0 bytes");
-                    return Poll::Ready(Err(err));
-                }
-                Ok(n) if from + n < buf.len() => {
-                    self.in_flight = Some(write_op(&self.fd, buf, from + n));
-                }
-                Ok(_) => self.spare = buf,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.in_flight = Some(write_op(&self.fd, buf, from));
-                }
-                Err(e) => {
-                    self.spare = buf;
-                    return Poll::Ready(Err(e));
-                }
+        match ready!(poll_finish(&self.fd, &mut self.in_flight, cx)) {
+            Some((res, buf)) => {
+                self.spare = buf;
+                Poll::Ready(res)
             }
+            None => Poll::Ready(Ok(())),
         }
-        Poll::Ready(Ok(()))
     }
 
     fn poll_write_slice(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
@@ -264,6 +260,54 @@ impl PipeWriter {
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             _ => Poll::Ready(Ok(n)),
         }
+    }
+}
+
+/// Waits until the write in `in_flight` (if any) is done, resending what a short write
+/// left; then its outcome and its buffer (to reuse), or `None` if there was none.
+fn poll_finish(
+    fd: &SharedFd,
+    in_flight: &mut Option<Op<PipeIo>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<(io::Result<()>, Vec<u8>)>> {
+    while let Some(op) = in_flight.as_mut() {
+        let (res, buf, from) = ready!(Pin::new(op).poll(cx));
+        *in_flight = None;
+        match res {
+            Ok(0) => {
+                let err = io::Error::new(io::ErrorKind::WriteZero, "the pipe took 0 bytes");
+                return Poll::Ready(Some((Err(err), buf)));
+            }
+            Ok(n) if from + n < buf.len() => *in_flight = Some(write_op(fd, buf, from + n)),
+            Ok(_) => return Poll::Ready(Some((Ok(()), buf))),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                *in_flight = Some(write_op(fd, buf, from));
+            }
+            Err(e) => return Poll::Ready(Some((Err(e), buf))),
+        }
+    }
+    Poll::Ready(None)
+}
+
+impl Drop for PipeWriter {
+    /// Lets the write in flight, whose bytes were reported written, finish (see the module
+    /// documentation): a task on the current core owns it and a clone of the fd until the
+    /// last byte is written, so the pipe closes only then.
+    fn drop(&mut self) {
+        let Some(op) = self.in_flight.take() else {
+            return;
+        };
+        if crate::context::current_core_id().is_none() {
+            // No runtime here (it shut down): dropping the op is all there is to do.
+            return;
+        }
+        let fd = self.fd.clone();
+        let mut in_flight = Some(op);
+        // A task dropped unpolled (its runtime shutting down) drops the op: cancelled, as
+        // every op is at shutdown. The error has no caller left (documented).
+        drop(crate::spawn_local(async move {
+            let _ = std::future::poll_fn(|cx| poll_finish(&fd, &mut in_flight, cx)).await;
+        }));
     }
 }
 
