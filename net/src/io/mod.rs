@@ -1,19 +1,20 @@
 //! Stream I/O shared by every connected stream socket: `TcpStream`, `UnixStream` and their
 //! split halves.
 //!
-//! `owned` is the native interface: each call is one op that owns its buffer and gives it
-//! back with the result. `read` and `poll` are the state behind the poll traits (futures'
-//! and tokio's) and `read_chunk`: reads from the core's provided-buffer ring, writes
-//! through a buffer held only while its send is in flight, at most one op in flight per
-//! direction, kept in the socket between polls.
+//! `read` and `poll` are the state behind the poll traits (futures' and tokio's),
+//! `read_chunk` and `write_chunk`: reads from the core's provided-buffer ring, writes
+//! through a buffer held only while its detached send is in flight, at most one op in
+//! flight per direction, kept in the socket between polls. `owned` holds the owned-buffer
+//! ops (one op that owns its buffer and gives it back with the result), and `ordered` puts
+//! them in order with that state: one reader and one writer per direction, whatever mix of
+//! APIs is called.
 
+pub(crate) mod ordered;
 mod owned;
 mod poll;
 mod read;
 
-pub(crate) use owned::{
-    read, read_buf, read_exact, write, write_all, write_all_from, writev, writev_all,
-};
+pub(crate) use owned::{write, write_all, write_all_from, writev, writev_all};
 pub(crate) use poll::WriteState;
 pub use read::Chunk;
 pub(crate) use read::{ReadState, RingRead};

@@ -23,6 +23,7 @@
 //! Dropping the socket mid-op is safe: an op moves its data into the driver's ignored
 //! slot, and the buffers of CQEs nobody sees go back to the ring.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -50,8 +51,18 @@ thread_local! {
 const OWN_CAP: usize = 16 * 1024;
 
 /// The read direction: where it reads from, chosen at the first read.
+///
+/// In a `RefCell`, borrowed only within one poll: the poll traits and `read_chunk` reach it
+/// through `&mut` (no run-time borrow), the owned-buffer reads, which take `&self`, through
+/// [`ReadState::with`] (see `io::ordered`), so that both kinds read the same bytes.
 #[derive(Default)]
 pub(crate) struct ReadState {
+    inner: RefCell<ReadInner>,
+}
+
+/// What [`ReadState`] holds.
+#[derive(Default)]
+pub(crate) struct ReadInner {
     source: Source,
 }
 
@@ -166,6 +177,58 @@ impl fmt::Debug for Chunk {
 }
 
 impl ReadState {
+    /// The state, for a caller holding only `&self` (an owned-buffer read); borrowed for
+    /// the call of `f`, which must not reach this state again.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut ReadInner) -> R) -> R {
+        f(&mut self.inner.borrow_mut())
+    }
+
+    /// See [`ReadInner::poll_fill_buf`].
+    pub(crate) fn poll_fill_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<&[u8]>> {
+        self.inner.get_mut().poll_fill_buf(fd, cx)
+    }
+
+    /// See [`ReadInner::consume`].
+    pub(crate) fn consume(&mut self, amt: usize) {
+        self.inner.get_mut().consume(amt)
+    }
+
+    /// See [`ReadInner::poll_read`].
+    pub(crate) fn poll_read(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.inner.get_mut().poll_read(fd, cx, out)
+    }
+
+    /// See [`ReadInner::poll_chunk`].
+    pub(crate) fn poll_chunk(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Chunk>> {
+        self.inner.get_mut().poll_chunk(fd, cx)
+    }
+
+    /// See [`ReadInner::poll_read_buf`].
+    #[cfg(feature = "tokio-io")]
+    pub(crate) fn poll_read_buf(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.inner.get_mut().poll_read_buf(fd, cx, out)
+    }
+}
+
+impl ReadInner {
     /// Picks the source at the first read: the core's ring if it has one.
     fn source(&mut self) -> &mut Source {
         if let Source::Unset = self.source {
@@ -175,6 +238,17 @@ impl ReadState {
             };
         }
         &mut self.source
+    }
+
+    /// Whether nothing is buffered, no receive is armed or in flight and the stream has
+    /// not ended: an owned-buffer read may then receive straight into its own buffer
+    /// without overtaking or racing this state (see `io::ordered`).
+    pub(crate) fn is_idle(&self) -> bool {
+        match &self.source {
+            Source::Unset => true,
+            Source::Ring(r) => r.chunk.is_none() && r.more.is_empty() && r.op.is_none() && !r.eof,
+            Source::Own(o) => o.pos >= o.buf.len() && o.in_flight.is_none(),
+        }
     }
 
     /// The buffered bytes, receiving more first if there are none; empty at end of stream.
@@ -423,7 +497,7 @@ impl OwnRead {
 }
 
 #[cfg(feature = "tokio-io")]
-impl ReadState {
+impl ReadInner {
     /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
     pub(crate) fn poll_read_buf(
         &mut self,
@@ -444,8 +518,11 @@ impl ReadState {
 
 impl fmt::Debug for ReadState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ok(inner) = self.inner.try_borrow() else {
+            return f.write_str("ReadState { <in use> }");
+        };
         let mut d = f.debug_struct("ReadState");
-        match &self.source {
+        match &inner.source {
             Source::Unset => d.field("source", &"unset"),
             Source::Ring(r) => d
                 .field("source", &"ring")

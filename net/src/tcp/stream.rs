@@ -39,6 +39,24 @@ use crate::tcp::{
 /// or through the borrowed halves of [`split`]: see "Two ways to do I/O" in the [crate]
 /// documentation.
 ///
+/// # Mixing the APIs
+///
+/// A socket has one reader and one writer per direction, whichever APIs are called on
+/// it: the owned-buffer reads (`read`, `read_buf`, `read_exact`, `readv`) first hand out
+/// what `read_chunk` and the poll traits (`AsyncRead`, `AsyncBufRead`) have buffered, and
+/// while those keep a receive armed, read through it (a copy out of the received chunk)
+/// rather than race it with a receive of their own; only when that path is idle does an
+/// owned read receive straight into the caller's buffer. The owned writes (`write`,
+/// `write_all`, `writev`, `writev_all`, `send_zc`, `write_all_from`) and `shutdown` of the
+/// write direction first wait for a write-behind send in flight (`poll_write`,
+/// `write_chunk`) and fail with its error, if it failed, so bytes go out in the order they
+/// were written. A write-behind send that failed (a reset, a broken pipe) fails every later
+/// write, flush and shutdown with the same kind of error.
+///
+/// An owned read dropped while its receive is in flight loses the bytes that receive took
+/// (the kernel wrote them into a buffer that is then dropped): use `read_chunk` or the poll
+/// traits where a read may be cancelled (`select!`, a timeout).
+///
 /// # Direct descriptors
 ///
 /// A stream accepted by [`TcpListener::incoming`](crate::TcpListener::incoming) or
@@ -127,8 +145,9 @@ impl TcpStream {
     /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
     ///
     /// This reads from the same buffered state as the poll traits (`AsyncRead`,
-    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read), by contrast,
-    /// pins the caller's buffer in the kernel until data arrives.
+    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read) reads the same
+    /// bytes, in order; on a socket with nothing buffered and no receive armed it pins the
+    /// caller's buffer in the kernel until data arrives.
     pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
         sio::read_chunk(&self.fd, &mut self.read).await
     }
@@ -142,8 +161,7 @@ impl TcpStream {
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
-    /// [`write_all`](Self::write_all) waits for its own send instead, and is not ordered with
-    /// the poll traits' writes or this one.
+    /// [`write_all`](Self::write_all) waits for the sends before it, then for its own.
     pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
         sio::write_chunk(&self.fd, &mut self.write, chunk).await
     }
@@ -156,30 +174,32 @@ impl TcpStream {
     /// count. To append after what a `Vec` holds, as tokio's `read_buf` does, use
     /// [`read_buf`](TcpStream::read_buf).
     pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::read(&self.fd, buf).await
+        sio::ordered::read(&self.fd, &self.read, buf).await
     }
 
     /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
     /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
     /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
     pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-        sio::read_buf(&self.fd, buf).await
+        sio::ordered::read_buf(&self.fd, &self.read, buf).await
     }
 
     /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if
     /// the stream ends first.
     pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::read_exact(&self.fd, buf).await
+        sio::ordered::read_exact(&self.fd, &self.read, buf).await
     }
 
     /// Writes `buf`'s initialised bytes once and gives it back with the count (maybe short).
     pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::write(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write(fd, b)).await
     }
 
     /// Writes all of `buf`'s initialised bytes.
     pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::write_all(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write_all(fd, b)).await
     }
 
     /// Writes all of the borrowed `data` (`write_all(&data[..])` does not compile: an op
@@ -189,23 +209,23 @@ impl TcpStream {
     /// call; pass an owned buffer to [`write_all`](TcpStream::write_all) to avoid both.
     /// Empty `data` gives `Ok(())` at once.
     pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::ordered::drain(&self.fd, &self.write).await?;
         sio::write_all_from(&self.fd, data).await
     }
 
     /// Reads once into `bufs` in order (one `IORING_OP_READV`), each up to its total length;
     /// gives them back with the total count. Empty buffers give `Ok(0)` at once.
     pub async fn readv<B: IoBufMut>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
-        if bufs.iter().all(|b| b.bytes_total() == 0) {
-            return (Ok(0), bufs);
-        }
-        ops::readv_at(&self.fd, bufs, u64::MAX).await
+        let fd = &self.fd;
+        sio::ordered::readv(fd, &self.read, bufs, |b| ops::readv_at(fd, b, u64::MAX)).await
     }
 
     /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG` with
     /// `MSG_NOSIGNAL`, so a reset peer is `EPIPE`, never `SIGPIPE`; the count may be short).
     /// Empty buffers give `Ok(0)` at once; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
     pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
-        sio::writev(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev(fd, b)).await
     }
 
     /// Writes all the initialised bytes of `bufs`, in order, and gives them back.
@@ -214,7 +234,8 @@ impl TcpStream {
     /// the common case; after a short one, the rest is sent buffer by buffer. `WriteZero`
     /// if the socket takes nothing; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
     pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
-        sio::writev_all(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev_all(fd, b)).await
     }
 
     /// Sends `buf`'s initialised bytes once without copying them into the kernel
@@ -225,12 +246,17 @@ impl TcpStream {
         if buf.bytes_init() == 0 {
             return (Ok(0), buf);
         }
-        ops::send_zc(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| ops::send_zc(fd, b)).await
     }
 
     /// Shuts down the read direction, the write direction (the peer reads end of stream
     /// after the bytes sent so far) or both.
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        if how != Shutdown::Read {
+            // The bytes already accepted go first.
+            sio::ordered::drain(&self.fd, &self.write).await?;
+        }
         ops::shutdown(&self.fd, how).await
     }
 

@@ -54,27 +54,28 @@ impl OwnedReadHalf {
     /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
     ///
     /// This reads from the same buffered state as the poll traits (`AsyncRead`,
-    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read), by contrast,
-    /// pins the caller's buffer in the kernel until data arrives.
+    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read) reads the same
+    /// bytes, in order; on a socket with nothing buffered and no receive armed it pins the
+    /// caller's buffer in the kernel until data arrives.
     pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
         sio::read_chunk(&self.fd, &mut self.read).await
     }
 
     /// Reads once into `buf`; as [`UnixStream::read`].
     pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::read(&self.fd, buf).await
+        sio::ordered::read(&self.fd, &self.read, buf).await
     }
 
     /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
     /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
     /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
     pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-        sio::read_buf(&self.fd, buf).await
+        sio::ordered::read_buf(&self.fd, &self.read, buf).await
     }
 
     /// Reads until `buf` is full; as [`UnixStream::read_exact`].
     pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::read_exact(&self.fd, buf).await
+        sio::ordered::read_exact(&self.fd, &self.read, buf).await
     }
 
     /// The peer's address.
@@ -115,41 +116,49 @@ impl OwnedWriteHalf {
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
-    /// [`write_all`](Self::write_all) waits for its own send instead, and is not ordered with
-    /// the poll traits' writes or this one.
+    /// [`write_all`](Self::write_all) waits for the sends before it, then for its own.
     pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
         sio::write_chunk(&self.fd, &mut self.write, chunk).await
     }
 
     /// Writes once; as [`UnixStream::write`].
     pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::write(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write(fd, b)).await
     }
 
     /// Writes all of `buf`; as [`UnixStream::write_all`].
     pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::write_all(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write_all(fd, b)).await
     }
 
     /// Shuts down a direction of the connection; as [`UnixStream::shutdown`].
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        if how != Shutdown::Read {
+            // The bytes already accepted go first.
+            sio::ordered::drain(&self.fd, &self.write).await?;
+        }
         ops::shutdown(&self.fd, how).await
     }
 
     /// Writes all of the borrowed `data`, copying it first; as
     /// [`UnixStream::write_all_from`] (one allocation and one copy per call).
     pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::ordered::drain(&self.fd, &self.write).await?;
         sio::write_all_from(&self.fd, data).await
     }
 
     /// Writes `bufs` in order, once; as [`UnixStream::writev`].
     pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
-        sio::writev(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev(fd, b)).await
     }
 
     /// Writes all of `bufs` in order; as [`UnixStream::writev_all`].
     pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
-        sio::writev_all(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev_all(fd, b)).await
     }
 
     /// The peer's address.

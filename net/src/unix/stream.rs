@@ -38,6 +38,14 @@ use crate::unix::{
 /// `let s = &mut stream; s.read(&mut buf)`) or through the borrowed halves of [`split`]:
 /// see "Two ways to do I/O" in the [crate] documentation.
 ///
+/// # Mixing the APIs
+///
+/// One reader and one writer per direction, whichever APIs are called, as on a
+/// [`TcpStream`](crate::TcpStream#mixing-the-apis): owned reads hand out what the buffered
+/// path holds first and never race its receive; owned writes and `shutdown` wait for a
+/// write-behind send in flight; a failed write-behind fails every later write. An owned
+/// read dropped mid-flight loses what its receive took.
+///
 /// [`into_split`]: UnixStream::into_split
 /// [`split`]: UnixStream::split
 #[derive(Debug)]
@@ -99,8 +107,9 @@ impl UnixStream {
     /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
     ///
     /// This reads from the same buffered state as the poll traits (`AsyncRead`,
-    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read), by contrast,
-    /// pins the caller's buffer in the kernel until data arrives.
+    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read) reads the same
+    /// bytes, in order; on a socket with nothing buffered and no receive armed it pins the
+    /// caller's buffer in the kernel until data arrives.
     pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
         sio::read_chunk(&self.fd, &mut self.read).await
     }
@@ -114,8 +123,7 @@ impl UnixStream {
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
-    /// [`write_all`](Self::write_all) waits for its own send instead, and is not ordered with
-    /// the poll traits' writes or this one.
+    /// [`write_all`](Self::write_all) waits for the sends before it, then for its own.
     pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
         sio::write_chunk(&self.fd, &mut self.write, chunk).await
     }
@@ -123,30 +131,32 @@ impl UnixStream {
     /// Reads once into `buf` (up to its total length, from its start) and gives it back with
     /// the count; `Ok(0)` is end of stream. A zero-length buffer gives `Ok(0)` at once.
     pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::read(&self.fd, buf).await
+        sio::ordered::read(&self.fd, &self.read, buf).await
     }
 
     /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
     /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
     /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
     pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-        sio::read_buf(&self.fd, buf).await
+        sio::ordered::read_buf(&self.fd, &self.read, buf).await
     }
 
     /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if
     /// the stream ends first.
     pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::read_exact(&self.fd, buf).await
+        sio::ordered::read_exact(&self.fd, &self.read, buf).await
     }
 
     /// Writes `buf`'s initialised bytes once and gives it back with the count (maybe short).
     pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
-        sio::write(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write(fd, b)).await
     }
 
     /// Writes all of `buf`'s initialised bytes.
     pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        sio::write_all(&self.fd, buf).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write_all(fd, b)).await
     }
 
     /// Writes all of the borrowed `data`; as [`TcpStream::write_all_from`]: `data` is copied
@@ -154,24 +164,31 @@ impl UnixStream {
     ///
     /// [`TcpStream::write_all_from`]: crate::TcpStream::write_all_from
     pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
+        sio::ordered::drain(&self.fd, &self.write).await?;
         sio::write_all_from(&self.fd, data).await
     }
 
     /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG`; the
     /// count may be short); empty buffers give `Ok(0)` at once.
     pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
-        sio::writev(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev(fd, b)).await
     }
 
     /// Writes all the initialised bytes of `bufs`, in order; as
     /// [`TcpStream::writev_all`](crate::TcpStream::writev_all).
     pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
-        sio::writev_all(&self.fd, bufs).await
+        let fd = &self.fd;
+        sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev_all(fd, b)).await
     }
 
     /// Shuts down the read direction, the write direction (the peer reads end of stream
     /// after the bytes sent so far) or both.
     pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        if how != Shutdown::Read {
+            // The bytes already accepted go first.
+            sio::ordered::drain(&self.fd, &self.write).await?;
+        }
         ops::shutdown(&self.fd, how).await
     }
 

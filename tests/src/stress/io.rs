@@ -45,13 +45,46 @@ impl Got {
 
 /// A read direction: one read through the API asked for.
 trait ReadSide {
-    async fn read_with(&mut self, api: ReadApi, len: usize) -> io::Result<Got>;
+    async fn read_with(&mut self, api: ReadApi, len: usize, rng: &mut Rng) -> io::Result<Got>;
 }
 
 /// A write direction: one write through the API asked for; `finish` flushes and shuts it.
 trait WriteSide {
     async fn write_with(&mut self, api: WriteApi, data: Got, rng: &mut Rng) -> io::Result<()>;
     async fn finish(&mut self) -> io::Result<()>;
+}
+
+/// `ReadApi::Mixed` made concrete: one of the others at random.
+fn pick_read(api: ReadApi, rng: &mut Rng) -> ReadApi {
+    const ALL: [ReadApi; 5] = [
+        ReadApi::Chunk,
+        ReadApi::Futures,
+        ReadApi::Tokio,
+        ReadApi::ReadBuf,
+        ReadApi::Owned,
+    ];
+    match api {
+        ReadApi::Mixed => ALL[rng.below(ALL.len() as u64) as usize],
+        other => other,
+    }
+}
+
+/// `WriteApi::Mixed` made concrete for `data`: `Chunk` only for a chunk.
+fn pick_write(api: WriteApi, data: &Got, rng: &mut Rng) -> WriteApi {
+    const ALL: [WriteApi; 5] = [
+        WriteApi::Chunk,
+        WriteApi::Futures,
+        WriteApi::Tokio,
+        WriteApi::Owned,
+        WriteApi::Writev,
+    ];
+    match api {
+        WriteApi::Mixed => match (ALL[rng.below(ALL.len() as u64) as usize], data) {
+            (WriteApi::Chunk, Got::Bytes(_)) => WriteApi::Futures,
+            (w, _) => w,
+        },
+        other => other,
+    }
 }
 
 /// `data` cut into one to four pieces (for `writev_all`).
@@ -82,8 +115,13 @@ fn unsupported(what: &str) -> io::Error {
 macro_rules! socket_read {
     ($($ty:ty),*) => {$(
         impl ReadSide for $ty {
-            async fn read_with(&mut self, api: ReadApi, len: usize) -> io::Result<Got> {
-                Ok(match api {
+            async fn read_with(
+                &mut self,
+                api: ReadApi,
+                len: usize,
+                rng: &mut Rng,
+            ) -> io::Result<Got> {
+                Ok(match pick_read(api, rng) {
                     ReadApi::Chunk => Got::Chunk(self.read_chunk().await?),
                     ReadApi::Futures => {
                         let mut v = vec![0; len];
@@ -102,7 +140,7 @@ macro_rules! socket_read {
                         res?;
                         Got::Bytes(v)
                     }
-                    ReadApi::Owned => {
+                    ReadApi::Owned | ReadApi::Mixed => {
                         let (res, mut v) = self.read(vec![0; len]).await;
                         v.truncate(res?);
                         Got::Bytes(v)
@@ -123,7 +161,7 @@ macro_rules! socket_write {
                 data: Got,
                 rng: &mut Rng,
             ) -> io::Result<()> {
-                match (api, data) {
+                match (pick_write(api, &data, rng), data) {
                     (WriteApi::Chunk, Got::Chunk(c)) => self.write_chunk(c).await,
                     (WriteApi::Owned, Got::Chunk(c)) => self.write_all(c).await.0,
                     (WriteApi::Owned, Got::Bytes(v)) => self.write_all(v).await.0,
@@ -162,7 +200,7 @@ type TlsRead = futures::io::ReadHalf<net::tls::TlsStream<TcpStream>>;
 type TlsWrite = futures::io::WriteHalf<net::tls::TlsStream<TcpStream>>;
 
 impl ReadSide for ServerTls {
-    async fn read_with(&mut self, api: ReadApi, len: usize) -> io::Result<Got> {
+    async fn read_with(&mut self, api: ReadApi, len: usize, _: &mut Rng) -> io::Result<Got> {
         let mut v = vec![0; len];
         let n = match api {
             ReadApi::Futures => futures::AsyncReadExt::read(self, &mut v).await?,
@@ -189,7 +227,7 @@ impl WriteSide for ServerTls {
 }
 
 impl ReadSide for TlsRead {
-    async fn read_with(&mut self, _: ReadApi, len: usize) -> io::Result<Got> {
+    async fn read_with(&mut self, _: ReadApi, len: usize, _: &mut Rng) -> io::Result<Got> {
         let mut v = vec![0; len];
         let n = futures::AsyncReadExt::read(self, &mut v).await?;
         v.truncate(n);
@@ -212,7 +250,7 @@ async fn echo<S: ReadSide + WriteSide>(mut s: S, plan: Plan) -> io::Result<()> {
     let mut rng = Rng::new(plan.seed ^ 0x5EED);
     loop {
         let len = rng.range(1, MAX_READ) as usize;
-        let got = s.read_with(plan.server_read, len).await?;
+        let got = s.read_with(plan.server_read, len, &mut rng).await?;
         if got.bytes().is_empty() {
             break;
         }
@@ -395,11 +433,12 @@ async fn client<R: ReadSide, W: WriteSide>(
     };
     let reader = async {
         let mut rng = Rng::new(plan.seed ^ 0x4EAD);
+        let mut pick = Rng::new(plan.seed ^ 0x91C4);
         let mut off = 0u64;
         let mut scratch = Vec::new();
         loop {
             let len = rng.range(1, MAX_READ) as usize;
-            let read = r.read_with(plan.client_read, len);
+            let read = r.read_with(plan.client_read, len, &mut pick);
             let got = match plan.reader {
                 Reader::Dropping if rng.one_in(3) => {
                     let wait = Duration::from_micros(rng.range(1, 300));

@@ -45,6 +45,9 @@ pub enum ReadApi {
     ReadBuf,
     /// The owned `read(Vec)`.
     Owned,
+    /// Each read one of the above at random, on the same socket: the buffered path and the
+    /// owned calls must hand out every byte once, in order.
+    Mixed,
 }
 
 /// The write APIs a connection may use.
@@ -60,6 +63,9 @@ pub enum WriteApi {
     Owned,
     /// The owned `writev_all(Vec<Vec<u8>>)`, the write cut in up to four pieces.
     Writev,
+    /// Each write one of the above at random (`Chunk` when a chunk was read), on the same
+    /// socket: no owned write may overtake a write-behind send.
+    Mixed,
 }
 
 /// How a client reads its echo.
@@ -258,18 +264,20 @@ fn wait_for<T>(mut read: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
 
 /// Connection `conn`'s plan: APIs and reader drawn at random among those its transport has.
 fn plan(rng: &mut Rng, conn: u32, transport: Transport, bytes: u64) -> Plan {
-    const READS: [ReadApi; 5] = [
+    const READS: [ReadApi; 6] = [
         ReadApi::Chunk,
         ReadApi::Futures,
         ReadApi::Tokio,
         ReadApi::ReadBuf,
         ReadApi::Owned,
+        ReadApi::Mixed,
     ];
-    const WRITES: [WriteApi; 4] = [
+    const WRITES: [WriteApi; 5] = [
         WriteApi::Futures,
         WriteApi::Tokio,
         WriteApi::Owned,
         WriteApi::Writev,
+        WriteApi::Mixed,
     ];
     let (reads, writes): (&[ReadApi], &[WriteApi]) = match transport {
         // TLS has the trait APIs only.
@@ -280,7 +288,7 @@ fn plan(rng: &mut Rng, conn: u32, transport: Transport, bytes: u64) -> Plan {
     let pick_write = |rng: &mut Rng| writes[rng.below(writes.len() as u64) as usize];
     let server_read = pick_read(rng);
     // A server reading chunks echoes them with write_chunk half the time.
-    let server_write = if server_read == ReadApi::Chunk && rng.one_in(2) {
+    let server_write = if matches!(server_read, ReadApi::Chunk | ReadApi::Mixed) && rng.one_in(2) {
         WriteApi::Chunk
     } else {
         pick_write(rng)
