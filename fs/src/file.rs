@@ -165,7 +165,7 @@ impl fmt::Debug for File {
 
 impl File {
     pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>, append: bool) -> File {
-        let stream = RefCell::new(Stream::new(append, direct.is_some()));
+        let stream = RefCell::new(Stream::new(&fd, append, direct.is_some()));
         File { fd, direct, stream }
     }
 

@@ -48,6 +48,7 @@ pub mod error;
 mod executor;
 pub mod fd;
 mod handle;
+pub mod io;
 mod loom;
 mod macros;
 pub mod process;
@@ -64,6 +65,9 @@ pub use executor::{
     core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
     yield_now, JoinError, JoinHandle,
 };
+/// futures, for [`impl_async_io!`]'s expansion.
+#[doc(hidden)]
+pub use futures as __futures;
 pub use handle::{Handle, TryCurrentError};
 /// The io-uring crate, for [`fd_sqe!`]'s expansion.
 #[doc(hidden)]
@@ -72,6 +76,9 @@ pub use macros::{main, test};
 pub use runtime::{Builder, Runtime};
 pub use stats::Stats;
 pub use time::{sleep, timeout};
+/// tokio, for [`impl_async_io!`]'s expansion (its I/O traits need no tokio feature).
+#[doc(hidden)]
+pub use tokio as __tokio;
 
 /// Tasks: spawning, joining, aborting (tokio's `tokio::task` names).
 pub mod task {

@@ -32,7 +32,7 @@
 //!   past the bytes written, as std's `File` has it.
 //!
 //! # Invariants
-//! - The cursor is the logical position: the offset of `read_buf[read_off]`, and the offset
+//! - The cursor is the logical position: the offset of the read-ahead's first byte, and the offset
 //!   the next write goes to. Read-ahead and a write-behind never coexist (a write drops the
 //!   read-ahead, a read drains the write first).
 //! - The handle's own calls (`read_at`, `write_at`, `set_len`, `sync_data`, `metadata`, ...;
@@ -42,10 +42,18 @@
 //!   a `SeekFrom::End` size query in flight (the cursor stays: it was already the logical
 //!   position), so no stream read or seek afterwards uses bytes or sizes older than the
 //!   change. Reads past a new, shorter end give 0, as std's `File`.
-//! - A write-behind is never cancelled: when the file is dropped with one in flight, the op
-//!   is detached ([`Op::detach`]) and runs to its end; it holds a clone of the fd and owns
-//!   its buffer, so the fd is closed only after the write, and no memory the kernel may
-//!   touch is freed or moved. What it fails with then is lost (no one is left to tell).
+//! - A write-behind is never cancelled: when the file is dropped with one in flight, the
+//!   write-behind's drop hands it to a task that finishes it (rewriting a short write), or
+//!   detaches it ([`Op::detach`](runtime::driver::Op::detach)) where that task cannot run
+//!   (at shutdown); it holds a clone of the fd and owns its buffer, so the fd is closed only
+//!   after the write, and no memory the kernel may touch is freed or moved. What it fails
+//!   with then is lost (no one is left to tell).
+//! - A write error does not stick here: it is reported once (the write-behind's failure is
+//!   taken at once) and the cursor goes back where the failed bytes began.
+//!
+//! The buffers and ops in flight are the runtime's shared I/O core (`runtime::io`): a
+//! [`ReadAhead`] and a [`WriteBehind`] over the file's fd, at the cursor; this module keeps
+//! the cursor, the ordering between the directions and the handle's coherence rules.
 //!
 //! The positional API (`read_at`, `write_at`, ...) neither uses nor moves the cursor.
 //! Files opened with `O_DIRECT` refuse the stream traits (`InvalidInput`): their buffers
@@ -53,31 +61,27 @@
 
 use std::future::Future;
 use std::io::{self, SeekFrom};
-use std::mem;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 
-use runtime::buf::{IoBuf, Slice};
 use runtime::driver::Op;
+use runtime::io::{ReadAhead, WriteBehind, CURRENT_POS};
 
 use crate::fd::SharedFd;
-use crate::ops::{self, ReadAt, Statx, WriteAt};
+use crate::ops::{self, Statx};
 
+mod fd_io;
 mod traits;
 mod wake;
 
+use fd_io::FileFd;
 use wake::WakeList;
 
 /// The internal read buffer's size: the most one read takes.
 const READ_CAP: usize = 64 * 1024;
 /// The most one `poll_write` accepts.
 const WRITE_CAP: usize = 64 * 1024;
-/// The offset that tells the kernel to use (and move) the file's own position.
-const CURRENT_POS: u64 = u64::MAX;
-
-/// A write in flight: the op and the file offset its slice begins at.
-type WriteInFlight = (Op<WriteAt<Slice<Vec<u8>>>>, u64);
 
 /// What one of the handle's own calls does to the file, for [`Stream::poll_settle`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +92,7 @@ pub(crate) enum Access {
     Changes,
 }
 
-/// A file's cursor, its read-ahead and write-behind buffers, and the ops in flight.
+/// A file's cursor, its read-ahead and write-behind, and the size query in flight.
 pub(crate) struct Stream {
     /// The cursor: the offset the next stream read or write starts at.
     pos: u64,
@@ -96,14 +100,11 @@ pub(crate) struct Stream {
     append: bool,
     /// Whether the file was opened with `O_DIRECT` (the stream traits refuse it).
     direct: bool,
-    /// Read-ahead: `read_buf[read_off..]` are the file's bytes from `pos` on.
-    read_buf: Vec<u8>,
-    read_off: usize,
-    /// A read at `pos` in flight; it owns the (then empty) read buffer.
-    read_op: Option<Op<ReadAt<Slice<Vec<u8>>>>>,
-    /// A write in flight, and the buffer when none is.
-    write_op: Option<WriteInFlight>,
-    write_spare: Vec<u8>,
+    /// Read-ahead: its buffered bytes are the file's bytes from `pos` on; a read in flight
+    /// reads at `pos`.
+    read: ReadAhead<FileFd>,
+    /// Write-behind: at most one write in flight, at the offset it was accepted for.
+    write: WriteBehind<FileFd>,
     /// The statx of a `SeekFrom::End` seek in flight, and that seek.
     size_op: Option<(Op<Statx>, SeekFrom)>,
     /// A seek started by tokio's `start_seek`, not yet completed.
@@ -114,17 +115,14 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    /// A cursor at offset 0.
-    pub(crate) fn new(append: bool, direct: bool) -> Stream {
+    /// A cursor at offset 0 over `fd`.
+    pub(crate) fn new(fd: &SharedFd, append: bool, direct: bool) -> Stream {
         Stream {
             pos: 0,
             append,
             direct,
-            read_buf: Vec::new(),
-            read_off: 0,
-            read_op: None,
-            write_op: None,
-            write_spare: Vec::new(),
+            read: ReadAhead::new(FileFd(fd.clone()), READ_CAP),
+            write: WriteBehind::new(FileFd(fd.clone()), WRITE_CAP),
             size_op: None,
             pending_seek: None,
             waiters: None,
@@ -149,15 +147,8 @@ impl Stream {
 
     /// Waits for a read in flight, keeping what it read as the read-ahead.
     fn poll_read_op(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let Some(op) = self.read_op.as_mut() {
-            let (res, slice) = ready!(Pin::new(op).poll(cx));
-            self.read_op = None;
-            self.read_buf = slice.into_inner();
-            self.read_off = 0;
-            if let Err(e) = res {
-                self.read_buf.clear();
-                return Poll::Ready(Err(e));
-            }
+        if !self.read.is_idle() {
+            ready!(self.read.poll_fill_buf_at(cx, self.pos, READ_CAP))?;
         }
         Poll::Ready(Ok(()))
     }
@@ -166,8 +157,7 @@ impl Stream {
     fn poll_drop_read_ahead(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         // A failed read-ahead matters to no one now: its error is dropped with it.
         let _ = ready!(self.poll_read_op(cx));
-        self.read_buf.clear();
-        self.read_off = 0;
+        self.read.discard();
         Poll::Ready(())
     }
 
@@ -175,9 +165,7 @@ impl Stream {
     /// flight (cancelled: the driver keeps its buffer until the kernel is done with it) and
     /// a size query in flight. The cursor stays.
     fn forget_reads(&mut self) {
-        self.read_op = None;
-        self.read_buf.clear();
-        self.read_off = 0;
+        self.read.discard();
         self.size_op = None;
     }
 
@@ -192,50 +180,25 @@ impl Stream {
         Ok(())
     }
 
+    /// After a write-behind error: takes its failure (errors do not stick on a file) and
+    /// puts the cursor back where the failed bytes began.
+    fn write_failed(&mut self, e: io::Error) -> io::Error {
+        if let Some(at) = self.write.take_failure() {
+            if !self.append && at != CURRENT_POS {
+                self.pos = at;
+            }
+        }
+        e
+    }
+
     /// Waits until the bytes already accepted are written, rewriting short writes.
     fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some((op, at)) = self.write_op.as_mut() {
-            let at = *at;
-            let (res, slice) = ready!(Pin::new(op).poll(cx));
-            self.write_op = None;
-            let (begin, end) = (slice.begin(), slice.end());
-            let buf = slice.into_inner();
-            let append = self.append;
-            let offset = |at: u64| if append { CURRENT_POS } else { at };
-            match res {
-                Ok(0) => {
-                    self.write_spare = buf;
-                    if !self.append {
-                        self.pos = at;
-                    }
-                    let err = io::Error::new(io::ErrorKind::WriteZero, "the file took 0 bytes");
-                    return Poll::Ready(Err(err));
-                }
-                Ok(n) if begin + n < end => {
-                    let next = at + n as u64;
-                    let op = ops::write_at(fd, buf.slice(begin + n..end), offset(next));
-                    self.write_op = Some((op, next));
-                }
-                Ok(_) => {
-                    self.write_spare = buf;
-                    if self.append {
-                        if let Err(e) = self.sync_append_pos(fd) {
-                            return Poll::Ready(Err(e));
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    let op = ops::write_at(fd, buf.slice(begin..end), offset(at));
-                    self.write_op = Some((op, at));
-                }
-                Err(e) => {
-                    self.write_spare = buf;
-                    if !self.append {
-                        self.pos = at;
-                    }
-                    return Poll::Ready(Err(e));
-                }
-            }
+        let was_writing = !self.write.is_idle();
+        if let Err(e) = ready!(self.write.poll_drain(cx)) {
+            return Poll::Ready(Err(self.write_failed(e)));
+        }
+        if was_writing && self.append {
+            self.sync_append_pos(fd)?;
         }
         Poll::Ready(Ok(()))
     }
@@ -250,7 +213,7 @@ impl Stream {
         cx: &mut Context<'_>,
         access: Access,
     ) -> Poll<io::Result<()>> {
-        if self.write_op.is_some() {
+        if !self.write.is_idle() {
             // An op keeps one waker: poll it with one that wakes every waiting call.
             let list = self.waiters.get_or_insert_with(Arc::default).clone();
             list.register(cx.waker());
@@ -273,21 +236,11 @@ impl Stream {
     ) -> Poll<io::Result<&[u8]>> {
         self.check_direct()?;
         ready!(self.poll_drain(fd, cx))?;
-        if self.read_off >= self.read_buf.len() {
-            if self.read_op.is_none() {
-                check_offset(self.pos)?;
-                let mut buf = mem::take(&mut self.read_buf);
-                buf.clear();
-                if buf.capacity() < READ_CAP {
-                    buf.reserve_exact(READ_CAP);
-                }
-                self.read_off = 0;
-                let want = want.clamp(1, READ_CAP);
-                self.read_op = Some(ops::read_at(fd, buf.slice(..want), self.pos));
-            }
-            ready!(self.poll_read_op(cx))?;
+        if self.read.buffered().is_empty() && self.read.is_idle() {
+            check_offset(self.pos)?;
         }
-        Poll::Ready(Ok(&self.read_buf[self.read_off..]))
+        self.read
+            .poll_fill_buf_at(cx, self.pos, want.clamp(1, READ_CAP))
     }
 
     /// The read-ahead, reading up to 64 KiB at the cursor first if there is none (what
@@ -302,8 +255,8 @@ impl Stream {
 
     /// Marks `amt` bytes of the read-ahead as read, moving the cursor past them.
     pub(crate) fn consume(&mut self, amt: usize) {
-        let amt = amt.min(self.read_buf.len().saturating_sub(self.read_off));
-        self.read_off += amt;
+        let amt = amt.min(self.read.buffered().len());
+        self.read.consume(amt);
         self.pos += amt as u64;
     }
 
@@ -341,35 +294,28 @@ impl Stream {
         ready!(self.poll_drop_read_ahead(cx));
         // A size asked before this write is stale once it starts.
         self.size_op = None;
-        let mut buf = mem::take(&mut self.write_spare);
-        buf.clear();
-        for b in bufs {
-            let room = WRITE_CAP - buf.len();
-            if room == 0 {
-                break;
-            }
-            buf.extend_from_slice(&b[..b.len().min(room)]);
-        }
-        let n = buf.len();
+        let n = bufs.iter().map(|b| b.len()).sum::<usize>().min(WRITE_CAP);
         let at = self.pos;
         let offset = if self.append {
             CURRENT_POS
         } else {
             // The last byte's offset must fit the kernel's signed offset.
             let end = at.saturating_add(n as u64);
-            if let Err(e) = check_offset(at).and_then(|()| check_offset(end)) {
-                self.write_spare = buf;
-                return Poll::Ready(Err(e));
-            }
+            check_offset(at).and_then(|()| check_offset(end))?;
             self.pos = end;
             at
         };
-        self.write_op = Some((ops::write_at(fd, buf.slice(..n), offset), at));
-        // Poll once now: the first poll submits the SQE, so the bytes leave without waiting
-        // for another call. A write that already failed fails this one.
-        match self.poll_drain(fd, cx) {
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            _ => Poll::Ready(Ok(n)),
+        // Copies, starts the write and polls it once (the first poll submits the SQE, so
+        // the bytes leave without waiting for another call); a write that already failed
+        // fails this one.
+        match ready!(self.write.poll_write_vectored_at(cx, bufs, offset)) {
+            Ok(n) => {
+                if self.append && self.write.is_idle() {
+                    self.sync_append_pos(fd)?;
+                }
+                Poll::Ready(Ok(n))
+            }
+            Err(e) => Poll::Ready(Err(self.write_failed(e))),
         }
     }
 
@@ -418,26 +364,14 @@ impl Stream {
         }
         let new = base as u64;
         // Keep the read-ahead when the cursor moves within it.
-        let avail = (self.read_buf.len() - self.read_off.min(self.read_buf.len())) as u64;
+        let avail = self.read.buffered().len() as u64;
         if new >= self.pos && new - self.pos <= avail {
-            self.read_off += (new - self.pos) as usize;
+            self.read.consume((new - self.pos) as usize);
         } else {
-            self.read_buf.clear();
-            self.read_off = 0;
+            self.read.discard();
         }
         self.pos = new;
         Poll::Ready(Ok(new))
-    }
-}
-
-impl Drop for Stream {
-    /// Lets a write-behind in flight run to its end rather than cancelling it (see the
-    /// module's invariants); its outcome is dropped with no one to report it to. Reads and
-    /// size queries in flight are cancelled.
-    fn drop(&mut self) {
-        if let Some((op, _)) = self.write_op.take() {
-            op.detach(|_| {});
-        }
     }
 }
 
@@ -457,8 +391,8 @@ impl std::fmt::Debug for Stream {
         f.debug_struct("Stream")
             .field("pos", &self.pos)
             .field("append", &self.append)
-            .field("read_in_flight", &self.read_op.is_some())
-            .field("write_in_flight", &self.write_op.is_some())
+            .field("read_in_flight", &!self.read.is_idle())
+            .field("write_in_flight", &!self.write.is_idle())
             .finish()
     }
 }

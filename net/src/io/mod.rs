@@ -9,14 +9,15 @@
 //! them in order with that state: one reader and one writer per direction, whatever mix of
 //! APIs is called.
 
+mod chunk;
 pub(crate) mod ordered;
 mod owned;
 mod poll;
 mod read;
 
+pub use chunk::Chunk;
 pub(crate) use owned::{write, write_all, write_all_from, writev, writev_all};
 pub(crate) use poll::WriteState;
-pub use read::Chunk;
 pub(crate) use read::{ReadState, RingRead};
 
 /// The next received chunk of `fd`, through its read state (see [`Chunk`]).
@@ -66,146 +67,89 @@ macro_rules! impl_as_fd {
 }
 
 /// `AsyncRead` and `AsyncBufRead` (futures-io's, and tokio's under the `tokio-io` feature)
-/// for a type with `fd: SharedFd` and `read: ReadState` fields, forwarding to the shared
-/// read state (`io::poll`): both sets of traits read from the same buffer.
+/// for a type with `fd: SharedFd` and `read: ReadState` fields: its
+/// [`PollRead`](runtime::io::PollRead) forwards to the shared read state (`io::poll`), and
+/// `runtime::impl_async_io!` makes the traits of it, so both sets read the same buffer.
 macro_rules! impl_async_read {
     ($($ty:ty),* $(,)?) => {$(
-        impl futures::io::AsyncRead for $ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
+        impl runtime::io::PollRead for $ty {
+            fn io_poll_read(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.read.poll_read(&this.fd, cx, buf)
+                self.read.poll_read(&self.fd, cx, buf)
             }
-        }
 
-        impl futures::io::AsyncBufRead for $ty {
-            fn poll_fill_buf(
-                self: std::pin::Pin<&mut Self>,
+            fn io_poll_fill_buf(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<&[u8]>> {
-                let this = self.get_mut();
-                this.read.poll_fill_buf(&this.fd, cx)
+                self.read.poll_fill_buf(&self.fd, cx)
             }
 
-            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
-                self.get_mut().read.consume(amt);
+            fn io_consume(&mut self, amt: usize) {
+                self.read.consume(amt);
             }
-        }
 
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncRead for $ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
+            #[cfg(feature = "tokio-io")]
+            fn io_poll_read_buf(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
-                buf: &mut tokio::io::ReadBuf<'_>,
+                buf: &mut runtime::io::ReadBuf<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.read.poll_read_buf(&this.fd, cx, buf)
+                self.read.poll_read_buf(&self.fd, cx, buf)
             }
         }
 
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncBufRead for $ty {
-            fn poll_fill_buf(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<&[u8]>> {
-                let this = self.get_mut();
-                this.read.poll_fill_buf(&this.fd, cx)
-            }
-
-            fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
-                self.get_mut().read.consume(amt);
-            }
-        }
+        runtime::impl_async_io!(read: $ty);
     )*};
 }
 
 /// `AsyncWrite` (futures-io's, and tokio's under the `tokio-io` feature) for a type with
-/// `fd: SharedFd` and `write: WriteState` fields, forwarding to the shared write state
-/// (`io::poll`); tokio's `poll_shutdown` is futures' `poll_close`.
+/// `fd: SharedFd` and `write: WriteState` fields: its [`PollWrite`](runtime::io::PollWrite)
+/// forwards to the shared write state (`io::poll`), and `runtime::impl_async_io!` makes the
+/// traits of it; tokio's `poll_shutdown` is futures' `poll_close`.
 macro_rules! impl_async_write {
     ($($ty:ty),* $(,)?) => {$(
-        impl futures::io::AsyncWrite for $ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
+        impl runtime::io::PollWrite for $ty {
+            fn io_poll_write(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.write.poll_write(&this.fd, cx, buf)
+                self.write.poll_write(&self.fd, cx, buf)
             }
 
-            fn poll_write_vectored(
-                self: std::pin::Pin<&mut Self>,
+            fn io_poll_write_vectored(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.write.poll_write_vectored(&this.fd, cx, bufs)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.write.poll_flush(&this.fd, cx)
-            }
-
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.write.poll_close(&this.fd, cx)
-            }
-        }
-
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncWrite for $ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.write.poll_write(&this.fd, cx, buf)
-            }
-
-            fn poll_write_vectored(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                bufs: &[std::io::IoSlice<'_>],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.write.poll_write_vectored(&this.fd, cx, bufs)
+                self.write.poll_write_vectored(&self.fd, cx, bufs)
             }
 
             /// Yes: the slices are gathered into one send.
-            fn is_write_vectored(&self) -> bool {
+            fn io_is_write_vectored(&self) -> bool {
                 true
             }
 
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
+            fn io_poll_flush(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.write.poll_flush(&this.fd, cx)
+                self.write.poll_flush(&self.fd, cx)
             }
 
-            fn poll_shutdown(
-                self: std::pin::Pin<&mut Self>,
+            fn io_poll_close(
+                &mut self,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.write.poll_close(&this.fd, cx)
+                self.write.poll_close(&self.fd, cx)
             }
         }
+
+        runtime::impl_async_io!(write: $ty);
     )*};
 }
 

@@ -18,7 +18,8 @@
 //!
 //! Where the core has no ring (a kernel without provided-buffer rings, or
 //! [`Builder::recv_multishot(false)`](runtime::Builder::recv_multishot)) the reader falls
-//! back to a 16 KiB buffer of its own and one `RECV` per fill.
+//! back to a 16 KiB buffer of its own and one `RECV` per fill: the runtime's shared
+//! read-ahead ([`runtime::io::ReadAhead`]) over the socket's fd.
 //!
 //! Dropping the socket mid-op is safe: an op moves its data into the driver's ignored
 //! slot, and the buffers of CQEs nobody sees go back to the ring.
@@ -26,16 +27,14 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::io;
-use std::mem;
-use std::ops::Deref;
-use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use runtime::buf::{BufRing, IoBuf, RingBuf};
+use runtime::buf::{BufRing, RingBuf};
 use runtime::driver::{MultiOp, Op};
+use runtime::io::{ReadAhead, ReadOp};
 
+use super::Chunk;
 use crate::fd::SharedFd;
 use crate::ops::{self, Recv, RecvMulti};
 
@@ -75,7 +74,7 @@ enum Source {
     /// twice), and only a socket that reads has one.
     Ring(Box<RingRead>),
     /// Boxed: the fallback path, kept out of every socket's size.
-    Own(Box<OwnRead>),
+    Own(Box<ReadAhead<SockFd>>),
 }
 
 /// Reading through a multishot receive into a provided-buffer ring: the core's (the read
@@ -101,78 +100,17 @@ pub(crate) struct RingRead {
     eof: bool,
 }
 
-/// Reading into a buffer of our own: `buf[pos..]` buffered, or a `recv` in flight.
-#[derive(Default)]
-struct OwnRead {
-    buf: Vec<u8>,
-    pos: usize,
-    in_flight: Option<Op<Recv<Vec<u8>>>>,
-}
+/// The socket's fd as the source of the fallback path's receives (a `RECV` into a buffer
+/// of our own, through the runtime's [`ReadAhead`]).
+#[derive(Clone)]
+struct SockFd(SharedFd);
 
-/// A chunk of received bytes, from [`TcpStream::read_chunk`](crate::TcpStream::read_chunk)
-/// (and the other streams' `read_chunk`): a provided buffer of the core's ring (returned to
-/// it when the chunk is dropped), or, where the core has no ring, a buffer of its own.
-///
-/// Derefs to the bytes; empty at end of stream. It is an [`IoBuf`], so it can be written
-/// out as it is (`write_all(chunk)`): an echo copies nothing.
-pub struct Chunk(ChunkInner);
+impl ReadOp for SockFd {
+    type Op = Op<Recv<Vec<u8>>>;
 
-enum ChunkInner {
-    Ring(RingBuf),
-    Own(Vec<u8>),
-}
-
-impl Chunk {
-    fn empty() -> Chunk {
-        Chunk(ChunkInner::Own(Vec::new()))
-    }
-
-    /// A chunk of bytes of its own (the poll path's copy of what it was lent).
-    pub(crate) fn from_vec(bytes: Vec<u8>) -> Chunk {
-        Chunk(ChunkInner::Own(bytes))
-    }
-}
-
-impl Deref for Chunk {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match &self.0 {
-            ChunkInner::Ring(b) => b,
-            ChunkInner::Own(v) => v,
-        }
-    }
-}
-
-// SAFETY: both kinds are `IoBuf`s themselves (a `RingBuf`'s bytes stay in the ring's memory,
-// a `Vec`'s on the heap, while the value moves); this forwards to them unchanged.
-unsafe impl IoBuf for Chunk {
-    fn stable_ptr(&self) -> *const u8 {
-        match &self.0 {
-            ChunkInner::Ring(b) => b.stable_ptr(),
-            ChunkInner::Own(v) => v.stable_ptr(),
-        }
-    }
-
-    fn bytes_init(&self) -> usize {
-        self.len()
-    }
-
-    fn bytes_total(&self) -> usize {
-        self.len()
-    }
-}
-
-impl fmt::Debug for Chunk {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match &self.0 {
-            ChunkInner::Ring(_) => "ring",
-            ChunkInner::Own(_) => "own",
-        };
-        f.debug_struct("Chunk")
-            .field("len", &self.len())
-            .field("buffer", &kind)
-            .finish()
+    /// Receives into `buf`'s capacity: exactly `OWN_CAP`, which is what it is asked for.
+    fn read(&self, buf: Vec<u8>, _len: usize, _offset: u64) -> Op<Recv<Vec<u8>>> {
+        ops::recv(&self.0, buf)
     }
 }
 
@@ -230,11 +168,11 @@ impl ReadState {
 
 impl ReadInner {
     /// Picks the source at the first read: the core's ring if it has one.
-    fn source(&mut self) -> &mut Source {
+    fn source(&mut self, fd: &SharedFd) -> &mut Source {
         if let Source::Unset = self.source {
             self.source = match runtime::buf::core_ring() {
                 Some(ring) => Source::Ring(Box::new(RingRead::new(ring, true))),
-                None => Source::Own(Box::default()),
+                None => Source::Own(Box::new(ReadAhead::new(SockFd(fd.clone()), OWN_CAP))),
             };
         }
         &mut self.source
@@ -247,7 +185,7 @@ impl ReadInner {
         match &self.source {
             Source::Unset => true,
             Source::Ring(r) => r.chunk.is_none() && r.more.is_empty() && r.op.is_none() && !r.eof,
-            Source::Own(o) => o.pos >= o.buf.len() && o.in_flight.is_none(),
+            Source::Own(o) => o.buffered().is_empty() && o.is_idle(),
         }
     }
 
@@ -257,7 +195,7 @@ impl ReadInner {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<&[u8]>> {
-        match self.source() {
+        match self.source(fd) {
             Source::Ring(r) => {
                 if r.chunk.is_none() && !r.eof {
                     match ready!(r.poll_chunk(fd, cx)) {
@@ -268,7 +206,7 @@ impl ReadInner {
                 }
                 Poll::Ready(Ok(r.chunk.as_deref().unwrap_or(&[])))
             }
-            Source::Own(o) => o.poll_fill_buf(fd, cx),
+            Source::Own(o) => o.poll_fill_buf(cx),
             Source::Unset => unreachable!("source() sets the source"),
         }
     }
@@ -284,7 +222,7 @@ impl ReadInner {
                     }
                 }
             }
-            Source::Own(o) => o.pos = (o.pos + amt).min(o.buf.len()),
+            Source::Own(o) => o.consume(amt),
             Source::Unset => {}
         }
     }
@@ -312,16 +250,16 @@ impl ReadInner {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<Chunk>> {
-        match self.source() {
+        match self.source(fd) {
             Source::Ring(r) => {
                 if let Some(c) = r.chunk.take() {
-                    return Poll::Ready(Ok(Chunk(ChunkInner::Ring(c))));
+                    return Poll::Ready(Ok(Chunk::ring(c)));
                 }
                 if r.eof {
                     return Poll::Ready(Ok(Chunk::empty()));
                 }
                 match ready!(r.poll_chunk(fd, cx)) {
-                    Ok(Some(c)) => Poll::Ready(Ok(Chunk(ChunkInner::Ring(c)))),
+                    Ok(Some(c)) => Poll::Ready(Ok(Chunk::ring(c))),
                     Ok(None) => {
                         r.eof = true;
                         Poll::Ready(Ok(Chunk::empty()))
@@ -330,10 +268,9 @@ impl ReadInner {
                 }
             }
             Source::Own(o) => {
-                let avail = ready!(o.poll_fill_buf(fd, cx))?;
-                let chunk = avail.to_vec();
-                o.pos = o.buf.len();
-                Poll::Ready(Ok(Chunk(ChunkInner::Own(chunk))))
+                let chunk = ready!(o.poll_fill_buf(cx))?.to_vec();
+                o.consume(chunk.len());
+                Poll::Ready(Ok(Chunk::from_vec(chunk)))
             }
             Source::Unset => unreachable!("source() sets the source"),
         }
@@ -472,30 +409,6 @@ impl RingRead {
     }
 }
 
-impl OwnRead {
-    fn poll_fill_buf(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        if self.pos >= self.buf.len() {
-            let op = self.in_flight.get_or_insert_with(|| {
-                let mut buf = mem::take(&mut self.buf);
-                buf.clear();
-                if buf.capacity() == 0 {
-                    buf.reserve_exact(OWN_CAP);
-                }
-                ops::recv(fd, buf)
-            });
-            let (res, buf) = ready!(Pin::new(op).poll(cx));
-            self.in_flight = None;
-            self.buf = buf;
-            self.pos = 0;
-            if let Err(e) = res {
-                self.buf.clear();
-                return Poll::Ready(Err(e));
-            }
-        }
-        Poll::Ready(Ok(&self.buf[self.pos..]))
-    }
-}
-
 #[cfg(feature = "tokio-io")]
 impl ReadInner {
     /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
@@ -531,8 +444,8 @@ impl fmt::Debug for ReadState {
                 .field("eof", &r.eof),
             Source::Own(o) => d
                 .field("source", &"own")
-                .field("buffered", &(o.buf.len() - o.pos.min(o.buf.len())))
-                .field("in_flight", &o.in_flight.is_some()),
+                .field("buffered", &o.buffered().len())
+                .field("in_flight", &!o.is_idle()),
         };
         d.finish()
     }

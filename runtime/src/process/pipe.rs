@@ -4,102 +4,133 @@
 //!
 //! tokio's traits are there too under the `tokio-io` feature of `runtime`.
 //!
-//! The traits keep one buffer and at most one op in flight per pipe, between polls, so a
-//! poll that is dropped loses nothing: the bytes a read brought stay buffered, and a write
-//! reported done is sent (write-behind, like a `BufWriter`; `poll_flush` waits for it).
+//! The reader is a [`ReadAhead`] and the writer a [`WriteBehind`] (the runtime's shared
+//! I/O core, `crate::io`): one buffer and at most one op in flight per pipe, between polls,
+//! so a poll that is dropped loses nothing: the bytes a read brought stay buffered, and a
+//! write reported done is sent (write-behind, like a `BufWriter`; `poll_flush` waits for it).
 //!
 //! Bytes a write reported written are delivered even if the writer is then dropped
 //! unflushed: the drop hands the write in flight to a task of its own on the current core,
 //! which finishes it (a pipe write may be short; the rest is written again) and then lets
 //! the pipe close, so the child sees every byte and then end of input. That task's error,
 //! if any (the child closed its end), has no caller left and is dropped; flush first to
-//! see it. A runtime that shuts down first cancels the write, as it does every op.
+//! see it. A runtime that shuts down first gives the write time to finish (it is detached,
+//! as a file's is), never cancels it. A write's error sticks: later writes and flushes fail with its kind.
 //!
 //! Writing to a pipe whose reader is gone (the child exited) fails with `BrokenPipe`
 //! (`EPIPE`, from the write in flight, so reported by the next write or flush). The kernel
 //! also raises `SIGPIPE`, which Rust programs ignore from `main` on; a process that does not
 //! ignore it dies of it, as with any pipe write.
 
-use std::future::Future;
-use std::io;
-use std::mem;
+use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 use io_uring::{opcode, types};
 
 use crate::driver::{Completable, Cqe, Op};
 use crate::fd::SharedFd;
+use crate::io::{PollRead, PollWrite, ReadAhead, ReadOp, WriteBehind, WriteOp};
 
 /// Bytes one read asks for.
 const READ_CAP: usize = 16 * 1024;
 /// The most one `poll_write` takes.
 const WRITE_CAP: usize = 64 * 1024;
 
-/// A read or write of a pipe: the buffer and the fd, both kept until the CQE.
-struct PipeIo {
+/// A pipe's fd, as the source of its reads and the sink of its writes.
+#[derive(Clone)]
+struct PipeFd(SharedFd);
+
+/// A read of a pipe: the buffer and the fd, both kept until the CQE.
+struct PipeRead {
     fd: SharedFd,
     buf: Vec<u8>,
-    /// Where the bytes to write start in `buf` (writes only).
-    from: usize,
+    len: usize,
 }
 
-impl Completable for PipeIo {
-    type Output = (io::Result<usize>, Vec<u8>, usize);
+impl Completable for PipeRead {
+    type Output = (io::Result<usize>, Vec<u8>);
 
     fn complete(self, cqe: Cqe) -> Self::Output {
         drop(self.fd);
-        (cqe.result.map(|n| n as usize), self.buf, self.from)
+        let mut buf = self.buf;
+        let res = cqe.result.map(|n| (n as usize).min(self.len));
+        if let Ok(n) = res {
+            // SAFETY: the kernel wrote `n` bytes (at most the `len` asked for, which is
+            // within the capacity) at the start of the Vec's heap block.
+            unsafe { buf.set_len(n) };
+        }
+        (res, buf)
     }
 }
 
-fn read_op(fd: &SharedFd, mut buf: Vec<u8>) -> Op<PipeIo> {
-    buf.clear();
-    buf.reserve(READ_CAP);
-    let len = buf.capacity().min(u32::MAX as usize) as u32;
-    let sqe = opcode::Read::new(types::Fd(fd.raw()), buf.as_mut_ptr(), len)
-        .offset(u64::MAX)
-        .build();
-    let data = PipeIo {
-        fd: fd.clone(),
-        buf,
-        from: 0,
-    };
-    // SAFETY: the SQE points into the Vec's heap block (`len` bytes of capacity), which
-    // the op's data owns and does not move; the data keeps the fd open.
-    unsafe { Op::new(data, sqe) }
+/// A write to a pipe: the buffer and the fd, both kept until the CQE.
+struct PipeWrite {
+    fd: SharedFd,
+    buf: Vec<u8>,
 }
 
-fn write_op(fd: &SharedFd, buf: Vec<u8>, from: usize) -> Op<PipeIo> {
-    let len = (buf.len() - from).min(u32::MAX as usize) as u32;
-    // SAFETY: `from` is within the Vec (callers pass at most its length).
-    let ptr = unsafe { buf.as_ptr().add(from) };
-    let sqe = opcode::Write::new(types::Fd(fd.raw()), ptr, len)
-        .offset(u64::MAX)
-        .build();
-    let data = PipeIo {
-        fd: fd.clone(),
-        buf,
-        from,
-    };
-    // SAFETY: as for `read_op`: the SQE points into the heap block the data owns.
-    unsafe { Op::new(data, sqe) }
+impl Completable for PipeWrite {
+    type Output = (io::Result<usize>, Vec<u8>);
+
+    fn complete(self, cqe: Cqe) -> Self::Output {
+        drop(self.fd);
+        (cqe.result.map(|n| n as usize), self.buf)
+    }
+}
+
+impl ReadOp for PipeFd {
+    type Op = Op<PipeRead>;
+
+    fn read(&self, mut buf: Vec<u8>, len: usize, _offset: u64) -> Op<PipeRead> {
+        buf.clear();
+        buf.reserve(len);
+        let len = len.min(buf.capacity()).min(u32::MAX as usize);
+        let sqe = opcode::Read::new(types::Fd(self.0.raw()), buf.as_mut_ptr(), len as u32)
+            .offset(u64::MAX)
+            .build();
+        let data = PipeRead {
+            fd: self.0.clone(),
+            buf,
+            len,
+        };
+        // SAFETY: the SQE points into the Vec's heap block (`len` bytes of capacity), which
+        // the op's data owns and does not move; the data keeps the fd open.
+        unsafe { Op::new(data, sqe) }
+    }
+}
+
+impl WriteOp for PipeFd {
+    type Op = Op<PipeWrite>;
+
+    fn write(&self, buf: Vec<u8>, from: usize, _offset: u64) -> Op<PipeWrite> {
+        let rest = buf.get(from..).unwrap_or_default();
+        let (ptr, len) = (rest.as_ptr(), rest.len().min(u32::MAX as usize) as u32);
+        let sqe = opcode::Write::new(types::Fd(self.0.raw()), ptr, len)
+            .offset(u64::MAX)
+            .build();
+        let data = PipeWrite {
+            fd: self.0.clone(),
+            buf,
+        };
+        // SAFETY: the SQE points into the Vec's heap block (moving the Vec does not move
+        // it), which the op's data owns until the CQE; the data keeps the fd open.
+        unsafe { Op::new(data, sqe) }
+    }
+
+    fn detach(op: Op<PipeWrite>) {
+        op.detach(|_| {});
+    }
 }
 
 /// The reading end of a child's stdout or stderr.
 pub struct PipeReader {
-    fd: SharedFd,
-    buf: Vec<u8>,
-    pos: usize,
-    in_flight: Option<Op<PipeIo>>,
+    inner: ReadAhead<PipeFd>,
 }
 
 /// The writing end of a child's stdin.
 pub struct PipeWriter {
-    fd: SharedFd,
-    in_flight: Option<Op<PipeIo>>,
-    spare: Vec<u8>,
+    inner: WriteBehind<PipeFd>,
 }
 
 /// A child's stdout, from [`Child::stdout`](super::Child::stdout).
@@ -113,9 +144,9 @@ pub type ChildStdin = PipeWriter;
 impl std::fmt::Debug for PipeReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipeReader")
-            .field("fd", &self.fd.raw())
-            .field("buffered", &(self.buf.len() - self.pos.min(self.buf.len())))
-            .field("reading", &self.in_flight.is_some())
+            .field("fd", &self.inner.source().0.raw())
+            .field("buffered", &self.inner.buffered().len())
+            .field("reading", &!self.inner.is_idle())
             .finish()
     }
 }
@@ -123,8 +154,8 @@ impl std::fmt::Debug for PipeReader {
 impl std::fmt::Debug for PipeWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PipeWriter")
-            .field("fd", &self.fd.raw())
-            .field("writing", &self.in_flight.is_some())
+            .field("fd", &self.inner.sink().0.raw())
+            .field("writing", &!self.inner.is_idle())
             .finish()
     }
 }
@@ -132,10 +163,7 @@ impl std::fmt::Debug for PipeWriter {
 impl PipeReader {
     pub(crate) fn new(fd: OwnedFd) -> PipeReader {
         PipeReader {
-            fd: SharedFd::new(fd),
-            buf: Vec::new(),
-            pos: 0,
-            in_flight: None,
+            inner: ReadAhead::new(PipeFd(SharedFd::new(fd)), READ_CAP),
         }
     }
 
@@ -144,7 +172,7 @@ impl PipeReader {
         let mut out = Vec::new();
         loop {
             let n = std::future::poll_fn(|cx| {
-                let avail = ready!(self.poll_fill(cx))?;
+                let avail = std::task::ready!(self.inner.poll_fill_buf(cx))?;
                 out.extend_from_slice(avail);
                 Poll::Ready(Ok::<_, io::Error>(avail.len()))
             })
@@ -152,237 +180,81 @@ impl PipeReader {
             if n == 0 {
                 return Ok(out);
             }
-            self.pos += n;
+            self.inner.consume(n);
         }
-    }
-
-    /// The buffered bytes, reading first if none are; empty at end of stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        if self.pos >= self.buf.len() {
-            let op = self
-                .in_flight
-                .get_or_insert_with(|| read_op(&self.fd, mem::take(&mut self.buf)));
-            let (res, mut buf, _) = ready!(Pin::new(op).poll(cx));
-            self.in_flight = None;
-            self.pos = 0;
-            let n = match res {
-                Ok(n) => n,
-                Err(e) => {
-                    buf.clear();
-                    self.buf = buf;
-                    return Poll::Ready(Err(e));
-                }
-            };
-            // SAFETY: the kernel wrote `n` bytes at the start of the Vec's capacity.
-            unsafe { buf.set_len(n) };
-            self.buf = buf;
-        }
-        Poll::Ready(Ok(&self.buf[self.pos..]))
     }
 }
 
-impl futures::io::AsyncRead for PipeReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        if out.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let this = self.get_mut();
-        let avail = ready!(this.poll_fill(cx))?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        this.pos += n;
-        Poll::Ready(Ok(n))
-    }
-}
-
-impl futures::io::AsyncBufRead for PipeReader {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        self.get_mut().poll_fill(cx)
+impl PollRead for PipeReader {
+    fn io_poll_read(&mut self, cx: &mut Context<'_>, out: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.inner.poll_read(cx, out)
     }
 
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        let this = self.get_mut();
-        this.pos = (this.pos + amt).min(this.buf.len());
+    fn io_poll_fill_buf(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        self.inner.poll_fill_buf(cx)
+    }
+
+    fn io_consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
     }
 }
 
 impl AsRawFd for PipeReader {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
+        self.inner.source().0.raw()
     }
 }
 
 impl PipeWriter {
     pub(crate) fn new(fd: OwnedFd) -> PipeWriter {
         PipeWriter {
-            fd: SharedFd::new(fd),
-            in_flight: None,
-            spare: Vec::new(),
+            inner: WriteBehind::new(PipeFd(SharedFd::new(fd)), WRITE_CAP),
         }
     }
 
     /// Writes all of `data` (copied into the pipe's buffer, then written by ring ops).
     pub async fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
-            let n = std::future::poll_fn(|cx| self.poll_write_slice(cx, data)).await?;
+            let n = std::future::poll_fn(|cx| self.inner.poll_write(cx, data)).await?;
             data = &data[n..];
         }
-        std::future::poll_fn(|cx| self.poll_drain(cx)).await
-    }
-
-    /// Waits until every accepted byte is written, resending short writes.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match ready!(poll_finish(&self.fd, &mut self.in_flight, cx)) {
-            Some((res, buf)) => {
-                self.spare = buf;
-                Poll::Ready(res)
-            }
-            None => Poll::Ready(Ok(())),
-        }
-    }
-
-    fn poll_write_slice(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        if data.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        ready!(self.poll_drain(cx))?;
-        let mut buf = mem::take(&mut self.spare);
-        buf.clear();
-        let n = data.len().min(WRITE_CAP);
-        buf.extend_from_slice(&data[..n]);
-        self.in_flight = Some(write_op(&self.fd, buf, 0));
-        // The first poll submits the write; one that already failed fails this call.
-        match self.poll_drain(cx) {
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            _ => Poll::Ready(Ok(n)),
-        }
+        std::future::poll_fn(|cx| self.inner.poll_drain(cx)).await
     }
 }
 
-/// Waits until the write in `in_flight` (if any) is done, resending what a short write
-/// left; then its outcome and its buffer (to reuse), or `None` if there was none.
-fn poll_finish(
-    fd: &SharedFd,
-    in_flight: &mut Option<Op<PipeIo>>,
-    cx: &mut Context<'_>,
-) -> Poll<Option<(io::Result<()>, Vec<u8>)>> {
-    while let Some(op) = in_flight.as_mut() {
-        let (res, buf, from) = ready!(Pin::new(op).poll(cx));
-        *in_flight = None;
-        match res {
-            Ok(0) => {
-                let err = io::Error::new(io::ErrorKind::WriteZero, "the pipe took 0 bytes");
-                return Poll::Ready(Some((Err(err), buf)));
-            }
-            Ok(n) if from + n < buf.len() => *in_flight = Some(write_op(fd, buf, from + n)),
-            Ok(_) => return Poll::Ready(Some((Ok(()), buf))),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                *in_flight = Some(write_op(fd, buf, from));
-            }
-            Err(e) => return Poll::Ready(Some((Err(e), buf))),
-        }
+impl PollWrite for PipeWriter {
+    fn io_poll_write(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        self.inner.poll_write(cx, data)
     }
-    Poll::Ready(None)
-}
 
-impl Drop for PipeWriter {
-    /// Lets the write in flight, whose bytes were reported written, finish (see the module
-    /// documentation): a task on the current core owns it and a clone of the fd until the
-    /// last byte is written, so the pipe closes only then.
-    fn drop(&mut self) {
-        let Some(op) = self.in_flight.take() else {
-            return;
-        };
-        if crate::context::current_core_id().is_none() {
-            // No runtime here (it shut down): dropping the op is all there is to do.
-            return;
-        }
-        let fd = self.fd.clone();
-        let mut in_flight = Some(op);
-        // A task dropped unpolled (its runtime shutting down) drops the op: cancelled, as
-        // every op is at shutdown. The error has no caller left (documented).
-        drop(crate::spawn_local(async move {
-            let _ = std::future::poll_fn(|cx| poll_finish(&fd, &mut in_flight, cx)).await;
-        }));
-    }
-}
-
-impl futures::io::AsyncWrite for PipeWriter {
-    fn poll_write(
-        self: Pin<&mut Self>,
+    fn io_poll_write_vectored(
+        &mut self,
         cx: &mut Context<'_>,
-        data: &[u8],
+        bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.get_mut().poll_write_slice(cx, data)
+        self.inner
+            .poll_write_vectored_at(cx, bufs, crate::io::CURRENT_POS)
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_drain(cx)
+    fn io_is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn io_poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.inner.poll_drain(cx)
     }
 
     /// Flushes; the pipe itself closes when the writer is dropped.
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_drain(cx)
+    fn io_poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.inner.poll_drain(cx)
     }
 }
 
 impl AsRawFd for PipeWriter {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
+        self.inner.sink().0.raw()
     }
 }
 
-#[cfg(feature = "tokio-io")]
-impl tokio::io::AsyncRead for PipeReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if out.remaining() == 0 {
-            return Poll::Ready(Ok(()));
-        }
-        let this = self.get_mut();
-        let avail = ready!(this.poll_fill(cx))?;
-        let n = avail.len().min(out.remaining());
-        out.put_slice(&avail[..n]);
-        this.pos += n;
-        Poll::Ready(Ok(()))
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-impl tokio::io::AsyncBufRead for PipeReader {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        self.get_mut().poll_fill(cx)
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        let this = self.get_mut();
-        this.pos = (this.pos + amt).min(this.buf.len());
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-impl tokio::io::AsyncWrite for PipeWriter {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.get_mut().poll_write_slice(cx, data)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_drain(cx)
-    }
-
-    /// Flushes; the pipe itself closes when the writer is dropped.
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_drain(cx)
-    }
-}
+crate::impl_async_io!(read: PipeReader);
+crate::impl_async_io!(write: PipeWriter);
