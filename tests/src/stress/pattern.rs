@@ -119,21 +119,23 @@ pub fn check(
 }
 
 /// Decodes the received bytes at index `bad` of `got` (stream offset `off + bad`) to the
-/// connection and offset they were made for: tries each alignment of an 8-byte word that
-/// covers the byte. Returns the source offset of the byte at `bad`.
+/// connection and offset they were made for: tries each start of an 8-byte word near the
+/// byte, first those at or after it (wholly inside the wrong run), then those before.
+/// Returns the source offset of the byte at `bad`.
 fn diagnose(got: &[u8], bad: usize, off: u64, conns: u32) -> Option<(u64, u64)> {
     let _ = off;
-    for back in 0..8usize {
-        let Some(start) = bad.checked_sub(back) else {
-            break;
-        };
+    let starts = (bad..bad + 8).chain((bad.saturating_sub(7)..bad).rev());
+    for start in starts {
         let Some(w) = got.get(start..start + 8) else {
             continue;
         };
         let (c, k) = decode(u64::from_le_bytes(w.try_into().ok()?));
-        if c < u64::from(conns) {
-            return Some((c, k * 8 + back as u64));
+        if c >= u64::from(conns) {
+            continue;
         }
+        // The word starts at source offset k * 8, at index `start`.
+        let src = (k * 8 + bad as u64).checked_sub(start as u64)?;
+        return Some((c, src));
     }
     None
 }
