@@ -22,6 +22,7 @@
 //!    loop (`Driver::take_dead`) and the op drops (`context::with_driver_freeing`) drop
 //!    after the driver's `RefCell` borrow ends.
 
+mod late;
 mod lifecycle;
 mod link;
 mod multi;

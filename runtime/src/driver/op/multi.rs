@@ -5,7 +5,7 @@ use std::task::{Context, Poll};
 
 use io_uring::squeue;
 
-use super::lifecycle::{ClosesFd, ClosesFixed, LateCqe, Plain, Releasing};
+use super::late::{ClosesFd, ClosesFixed, LateCqe, Plain, Releasing};
 use super::{Cqe, Release};
 use crate::context;
 

@@ -235,7 +235,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
             std::mem::forget(data);
             return;
         }
-        let detached = super::lifecycle::Detached::new(data, done);
+        let detached = super::late::Detached::new(data, done);
         context::with_driver_freeing(|d| d.detach_op(key, Box::new(detached)));
     }
 
