@@ -41,6 +41,7 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 
 mod blocking;
 pub mod buf;
+mod builder;
 mod context;
 mod cores;
 pub mod driver;
@@ -60,6 +61,7 @@ pub mod time;
 
 pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
 
+pub use builder::Builder;
 pub use driver::{Features, RingFlags};
 pub use executor::{
     core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
@@ -73,7 +75,7 @@ pub use handle::{Handle, TryCurrentError};
 #[doc(hidden)]
 pub use io_uring as __io_uring;
 pub use macros::{main, test};
-pub use runtime::{Builder, Runtime};
+pub use runtime::Runtime;
 pub use stats::Stats;
 pub use time::{sleep, timeout};
 /// tokio, for [`impl_async_io!`]'s expansion (its I/O traits need no tokio feature).

@@ -1,0 +1,457 @@
+//! [`Builder`]: the ring's flags and features, the read path's ring, the cores and their
+//! CPUs, the blocking pool, and `RUNTIME_DISABLE`; [`Builder::build`] starts the cores.
+
+use std::cell::Cell;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::blocking::{self, BlockingPool};
+use crate::cores::{self, CoreSet, Worker};
+use crate::driver::{feature_bit as bit, RingConfig, RingFlags};
+use crate::executor::Core;
+use crate::runtime::{Runtime, ALIVE};
+
+/// Configures and builds a [`Runtime`].
+///
+/// ```
+/// let rt = runtime::Builder::new().entries(64).build().unwrap();
+/// println!("granted: {}", rt.flags());
+/// println!("{}", rt.features());
+/// ```
+///
+/// Every setup flag and kernel feature is asked for by default; one this kernel lacks is
+/// left off silently, and [`Runtime::flags`] and [`Runtime::features`] say what each core
+/// got. The feature switches ([`registered_ring_fd`](Builder::registered_ring_fd),
+/// [`no_sqarray`](Builder::no_sqarray), [`min_timeout`](Builder::min_timeout),
+/// [`recv_multishot`](Builder::recv_multishot), [`recv_bundle`](Builder::recv_bundle),
+/// [`recv_incremental`](Builder::recv_incremental),
+/// [`direct_descriptors`](Builder::direct_descriptors)) turn one off on purpose: to
+/// compare, or to run the fallback path on a kernel that has the feature.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    entries: u32,
+    cq_entries: Option<u32>,
+    single_issuer: bool,
+    defer_taskrun: bool,
+    coop_taskrun: bool,
+    cores: usize,
+    cpus: Option<Vec<usize>>,
+    pin: Option<bool>,
+    max_blocking_threads: usize,
+    thread_keep_alive: Duration,
+    no_sqarray: bool,
+    /// The features asked for (`driver::features::bit`s).
+    features: u16,
+    recv_buffers: (u16, u32),
+    /// See [`Builder::fixed_files`].
+    fixed_files: Option<u32>,
+    /// A name in `RUNTIME_DISABLE` that is no feature: `build` reports it.
+    bad_disable: Option<String>,
+}
+
+/// The feature names `RUNTIME_DISABLE` takes, and their switches.
+const DISABLE_NAMES: [(&str, u16); 7] = [
+    ("registered_ring_fd", bit::REGISTERED_RING_FD),
+    ("no_sqarray", bit::NO_SQARRAY),
+    ("min_timeout", bit::MIN_TIMEOUT),
+    ("recv_multishot", bit::RECV_MULTISHOT),
+    ("recv_bundle", bit::RECV_BUNDLE),
+    ("direct_descriptors", bit::DIRECT_DESCRIPTORS),
+    ("recv_incremental", bit::RECV_INCREMENTAL),
+];
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// A builder with 256 SQ entries and every fast setup flag and kernel feature asked
+    /// for, less those the `RUNTIME_DISABLE` environment variable names.
+    ///
+    /// `RUNTIME_DISABLE` is a comma-separated list of feature switches to turn off in every
+    /// runtime the process builds (`registered_ring_fd`, `no_sqarray`, `min_timeout`,
+    /// `recv_multishot`, `recv_bundle`, `recv_incremental`, `direct_descriptors`): a way to run a program or a
+    /// test suite on the fallback paths without changing it. An unknown name makes
+    /// [`build`](Builder::build) fail with `InvalidInput`.
+    pub fn new() -> Builder {
+        let mut b = Builder::plain();
+        if let Some(list) = std::env::var_os("RUNTIME_DISABLE") {
+            for name in list.to_string_lossy().split(',').map(str::trim) {
+                match DISABLE_NAMES.iter().find(|(n, _)| *n == name) {
+                    Some(&(n, bit)) => {
+                        b = b.feature(bit, false);
+                        if n == "no_sqarray" {
+                            b.no_sqarray = false;
+                        }
+                    }
+                    None if name.is_empty() => {}
+                    None => b.bad_disable = Some(name.to_string()),
+                }
+            }
+        }
+        b
+    }
+
+    /// The builder before `RUNTIME_DISABLE`.
+    fn plain() -> Builder {
+        Builder {
+            entries: 256,
+            cq_entries: None,
+            single_issuer: true,
+            defer_taskrun: true,
+            coop_taskrun: true,
+            cores: 1,
+            cpus: None,
+            pin: None,
+            max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
+            thread_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
+            no_sqarray: true,
+            features: bit::ALL,
+            recv_buffers: {
+                let d = RingConfig::all(1, 1);
+                (d.recv_ring_entries, d.recv_ring_buf_len)
+            },
+            fixed_files: None,
+            bad_disable: None,
+        }
+    }
+
+    fn feature(mut self, b: u16, on: bool) -> Builder {
+        if on {
+            self.features |= b;
+        } else {
+            self.features &= !b;
+        }
+        self
+    }
+
+    /// Register each ring's own fd and enter the kernel through the registered index
+    /// (`IORING_REGISTER_RING_FDS`, `IORING_ENTER_REGISTERED_RING`, Linux 5.18; default on):
+    /// each `io_uring_enter(2)` skips an fd lookup. See [`Features::registered_ring_fd`](crate::Features::registered_ring_fd).
+    pub fn registered_ring_fd(self, on: bool) -> Builder {
+        self.feature(bit::REGISTERED_RING_FD, on)
+    }
+
+    /// Ask for `IORING_SETUP_NO_SQARRAY` (Linux 6.6; default on): the kernel reads SQEs in
+    /// ring order, without the SQ array's indirection. See [`Features::no_sqarray`](crate::Features::no_sqarray).
+    pub fn no_sqarray(mut self, on: bool) -> Builder {
+        self.no_sqarray = on;
+        self.feature(bit::NO_SQARRAY, on)
+    }
+
+    /// Let a wait for a batch of completions (a task waiting on a linked chain) carry a
+    /// minimum timeout of a few microseconds (`min_wait_usec`, `IORING_FEAT_MIN_TIMEOUT`,
+    /// Linux 6.12; default on), so the batch arrives in one wake. An idle core's wait is the
+    /// same either way. See [`Features::min_timeout`](crate::Features::min_timeout).
+    pub fn min_timeout(self, on: bool) -> Builder {
+        self.feature(bit::MIN_TIMEOUT, on)
+    }
+
+    /// Let sockets read with multishot receives from a per-core provided-buffer ring
+    /// (`IORING_RECV_MULTISHOT`, Linux 6.0, with buffer rings; default on). Off, reads use
+    /// the caller's buffers. See [`Features::recv_multishot`](crate::Features::recv_multishot).
+    pub fn recv_multishot(self, on: bool) -> Builder {
+        self.feature(bit::RECV_MULTISHOT, on)
+    }
+
+    /// Let receives from the provided-buffer ring take several buffers per completion
+    /// (`IORING_FEAT_RECVSEND_BUNDLE`, Linux 6.10; default on). See
+    /// [`Features::recv_bundle`](crate::Features::recv_bundle).
+    pub fn recv_bundle(self, on: bool) -> Builder {
+        self.feature(bit::RECV_BUNDLE, on)
+    }
+
+    /// Let the kernel consume the read path's buffers incrementally (`IOU_PBUF_RING_INC`,
+    /// Linux 6.12, taken on 6.16 or newer; default on): a receive takes only the bytes it
+    /// needs from the buffer at the ring's head, so small messages pack into one buffer.
+    /// See [`Features::recv_incremental`](crate::Features::recv_incremental).
+    pub fn recv_incremental(self, on: bool) -> Builder {
+        self.feature(bit::RECV_INCREMENTAL, on)
+    }
+
+    /// Register a sparse fixed-file table on each ring for direct descriptors (Linux 5.19;
+    /// default on), sized to the process's `RLIMIT_NOFILE` soft limit, at most 65536 (or
+    /// [`fixed_files`](Builder::fixed_files)). With `FIXED_FD_INSTALL` too (Linux 6.8),
+    /// `net` accepts TCP connections into it: ops name the table index instead of an fd, and
+    /// a regular fd is made only when asked for. Off, every socket is a regular fd. See
+    /// [`Features::direct_descriptors`](crate::Features::direct_descriptors).
+    pub fn direct_descriptors(self, on: bool) -> Builder {
+        self.feature(bit::DIRECT_DESCRIPTORS, on)
+    }
+
+    /// The number of slots of each ring's direct-descriptor table (default: the process's
+    /// `RLIMIT_NOFILE` soft limit at setup, at most 65536), which bounds the connections a
+    /// core holds as direct descriptors at once. A full table is survived: an accept that
+    /// finds no free slot fails with `ENFILE` (the kernel closes that connection), which
+    /// `incoming()` yields and then backs off, as for `EMFILE`.
+    ///
+    /// [`Builder::build`] fails with `InvalidInput`, naming the values, if `n` is 0 or more
+    /// than the `RLIMIT_NOFILE` soft limit (the kernel refuses a larger table). Has no effect
+    /// with [`direct_descriptors`](Builder::direct_descriptors) off. See
+    /// [`Features::fixed_files`](crate::Features::fixed_files).
+    pub fn fixed_files(mut self, n: u32) -> Builder {
+        self.fixed_files = Some(n);
+        self
+    }
+
+    /// The per-core provided-buffer ring of the read path: `entries` buffers (a power of
+    /// two, 1..=32768; default 1024) of `len` bytes each (1..=1 MiB; default 16384).
+    /// [`Builder::build`] fails with `InvalidInput`, naming the values, if either is out of
+    /// range. See [`Features::recv_ring_entries`](crate::Features::recv_ring_entries).
+    pub fn recv_buffers(mut self, entries: u16, len: u32) -> Builder {
+        self.recv_buffers = (entries, len);
+        self
+    }
+    /// Whether each core's thread is pinned to one CPU. By default a runtime of more than
+    /// one core pins (core `i` to the `i`-th allowed CPU, or to [`cpus`](Builder::cpus)),
+    /// and a one-core runtime pins only when given `cpus`. `pin(false)` runs every core
+    /// unpinned (the scheduler may move them), e.g. when several runtimes or other
+    /// programs share the CPUs.
+    pub fn pin(mut self, on: bool) -> Builder {
+        self.pin = Some(on);
+        self
+    }
+
+    /// The most threads the blocking pool ([`spawn_blocking`](crate::spawn_blocking)) runs
+    /// at once (default 512; at least 1). Further jobs wait for a free thread.
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking_threads = n.max(1);
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for a job before it exits (default 10 s).
+    pub fn thread_keep_alive(mut self, keep_alive: Duration) -> Builder {
+        self.thread_keep_alive = keep_alive;
+        self
+    }
+
+    /// Runs `n` cores: the building thread is core 0, and `n - 1` worker threads are started,
+    /// each with its own ring. With more than one core, every core's thread (the building
+    /// thread too) is pinned to its own CPU: the i-th allowed CPU, or the i-th of
+    /// [`Builder::cpus`].
+    pub fn cores(mut self, n: usize) -> Builder {
+        self.cores = n;
+        self
+    }
+
+    /// The CPUs to pin cores to, in core order (wrapping around if there are more cores).
+    ///
+    /// [`Builder::build`] fails with an `InvalidInput` error naming the CPU if a core's CPU
+    /// is `CPU_SETSIZE` (1024) or more, does not exist, is offline, or is outside this
+    /// process's cpuset.
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Builder {
+        self.cpus = Some(cpus.into_iter().collect());
+        self
+    }
+
+    /// Submission queue entries (rounded up to a power of two by the kernel). The SQ never
+    /// limits how many ops are in flight: a full SQ is submitted and refilled.
+    pub fn entries(mut self, entries: u32) -> Builder {
+        self.entries = entries;
+        self
+    }
+
+    /// Completion queue entries; by default four times the SQ's, so bursts of completions
+    /// rarely overflow (overflow is survived either way).
+    pub fn cq_entries(mut self, entries: u32) -> Builder {
+        self.cq_entries = Some(entries);
+        self
+    }
+
+    /// Ask for `IORING_SETUP_SINGLE_ISSUER` (default on). Off also turns `DEFER_TASKRUN` off.
+    pub fn single_issuer(mut self, on: bool) -> Builder {
+        self.single_issuer = on;
+        self
+    }
+
+    /// Ask for `IORING_SETUP_DEFER_TASKRUN` (default on; needs `SINGLE_ISSUER`).
+    pub fn defer_taskrun(mut self, on: bool) -> Builder {
+        self.defer_taskrun = on;
+        self
+    }
+
+    /// Ask for `IORING_SETUP_COOP_TASKRUN` and `TASKRUN_FLAG` (default on).
+    pub fn coop_taskrun(mut self, on: bool) -> Builder {
+        self.coop_taskrun = on;
+        self
+    }
+
+    /// The flags and features this builder asks the kernel for.
+    fn wanted(&self) -> io::Result<RingConfig> {
+        if self.entries == 0 || self.entries > 32768 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("ring entries must be 1..=32768, got {}", self.entries),
+            ));
+        }
+        let sq = self.entries.next_power_of_two();
+        let cq = self.cq_entries.unwrap_or(sq * 4).max(sq);
+        let mut f = RingFlags::all(sq, cq);
+        f.single_issuer = self.single_issuer;
+        f.defer_taskrun = self.defer_taskrun && self.single_issuer;
+        f.coop_taskrun = self.coop_taskrun;
+        f.taskrun_flag = self.coop_taskrun;
+        f.no_sqarray = self.no_sqarray;
+        let (entries, len) = self.recv_buffers;
+        let max_entries = crate::driver::features::MAX_RECV_RING_ENTRIES;
+        let max_len = crate::driver::features::MAX_RECV_RING_BUF_LEN;
+        if entries == 0 || !entries.is_power_of_two() || entries > max_entries {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "Builder::recv_buffers(entries = {entries}, len = {len}): entries must be \
+                     a power of two in 1..={max_entries}, got {entries}"
+                ),
+            ));
+        }
+        if len == 0 || len > max_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "Builder::recv_buffers(entries = {entries}, len = {len}): len must be \
+                     1..={max_len} bytes (1 MiB), got {len}"
+                ),
+            ));
+        }
+        if let Some(n) = self.fixed_files {
+            let limit = crate::driver::features::nofile_soft_limit();
+            if n == 0 || u64::from(n) > limit {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "Builder::fixed_files({n}): the direct-descriptor table needs 1 to \
+                         the process's RLIMIT_NOFILE soft limit ({limit}) slots, got {n}"
+                    ),
+                ));
+            }
+        }
+        Ok(RingConfig {
+            flags: f,
+            asked: self.features,
+            recv_ring_entries: entries,
+            recv_ring_buf_len: len,
+            fixed_files: self.fixed_files,
+        })
+    }
+
+    /// Which CPU each core is pinned to (`None`: not pinned), every CPU checked to fit a
+    /// `cpu_set_t` before any thread is pinned or started.
+    fn cpu_plan(&self) -> io::Result<impl Fn(usize) -> Option<usize>> {
+        let cpus = match &self.cpus {
+            Some(c) if c.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "Builder::cpus was given no CPU",
+                ))
+            }
+            Some(c) => c.clone(),
+            None => cores::allowed_cpus(),
+        };
+        let pin = self.pin.unwrap_or(self.cores > 1 || self.cpus.is_some());
+        let cpu_of = move |i: usize| pin.then(|| cpus[i % cpus.len()]);
+        for cpu in (0..self.cores).filter_map(&cpu_of) {
+            cores::check_cpu(cpu)?;
+        }
+        Ok(cpu_of)
+    }
+
+    /// Starts worker cores 1..n; if one fails, stops those already started.
+    fn start_workers(
+        &self,
+        cpu_of: &impl Fn(usize) -> Option<usize>,
+        want: &RingConfig,
+        set: &Arc<CoreSet>,
+    ) -> io::Result<Vec<Worker>> {
+        let mut workers: Vec<Worker> = Vec::with_capacity(self.cores - 1);
+        for i in 1..self.cores {
+            match cores::start_worker(i, cpu_of(i), *want, set.clone()) {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    for w in &workers {
+                        w.request_stop();
+                    }
+                    for w in workers {
+                        w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(workers)
+    }
+
+    /// Sets up the ring on the calling thread and returns the runtime.
+    ///
+    /// Fails if a runtime already lives on this thread, if the kernel has no usable
+    /// io_uring (the error says why: kernel too old, `kernel.io_uring_disabled`, seccomp),
+    /// if the entries, [`recv_buffers`](Builder::recv_buffers) or
+    /// [`fixed_files`](Builder::fixed_files) are out of range, or if a core cannot be pinned
+    /// to its CPU (see [`Builder::cpus`]). A failed build leaves the calling thread's CPU
+    /// affinity as it was.
+    pub fn build(&self) -> io::Result<Runtime> {
+        if ALIVE.with(Cell::get) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a runtime is already running on this thread; one thread drives one ring \
+                 (build the second runtime on another thread, or spawn onto the first)",
+            ));
+        }
+        if let Some(name) = &self.bad_disable {
+            let known: Vec<&str> = DISABLE_NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "RUNTIME_DISABLE names `{name}`, which is no feature switch (known: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+        let want = self.wanted()?;
+        if self.cores == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a runtime needs at least one core",
+            ));
+        }
+        let cpu_of = self.cpu_plan()?;
+        // The calling thread's affinity, given back if the build fails after pinning it.
+        let mut unpinned = None;
+        if let Some(cpu) = cpu_of(0) {
+            unpinned = cores::affinity().ok();
+            cores::pin_to(cpu)?;
+        }
+        let unpin = |e: io::Error| {
+            if let Some(old) = &unpinned {
+                let _ = cores::set_affinity(old);
+            }
+            e
+        };
+        let set = Arc::new(CoreSet::new(BlockingPool::new(
+            self.max_blocking_threads,
+            self.thread_keep_alive,
+        )));
+        let core = Core::new(&want, 0, set.clone()).map_err(unpin)?;
+        let workers = self.start_workers(&cpu_of, &want, &set).map_err(unpin)?;
+        let mut all = vec![core.shared.clone()];
+        all.extend(workers.iter().map(|w| w.shared.clone()));
+        set.set(all);
+        ALIVE.with(|a| a.set(true));
+        let rt = Runtime {
+            core: Rc::new(core),
+            workers,
+            unpinned,
+        };
+        if std::env::var_os("RUNTIME_LOG").is_some() {
+            let features = rt.core_features();
+            for (i, f) in rt.core_flags().iter().enumerate() {
+                eprintln!("runtime: core {i} ring set up with {f}");
+                eprintln!("runtime: core {i} features {}", features[i]);
+            }
+        }
+        Ok(rt)
+    }
+}
