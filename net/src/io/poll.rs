@@ -30,6 +30,7 @@ use std::task::{ready, Context, Poll, Waker};
 
 use runtime::buf::IoBuf;
 use runtime::driver::Op;
+use runtime::io::StickyError;
 
 use super::Chunk;
 use crate::fd::SharedFd;
@@ -61,7 +62,7 @@ struct Pending {
     /// A send was started and its outcome not yet collected.
     in_flight: bool,
     /// Why a send failed, once one has: every later call fails with it.
-    failed: Option<Failure>,
+    failed: Option<StickyError>,
     shutdown: Option<Op<Shutdown>>,
 }
 
@@ -80,32 +81,6 @@ enum Outcome {
     Sent,
     Short { sent: usize, len: usize },
     Failed(io::Error),
-}
-
-/// A failed send, kept to fail every later call the same way (`io::Error` is not `Clone`).
-struct Failure {
-    kind: io::ErrorKind,
-    message: Box<str>,
-}
-
-impl Failure {
-    fn of(err: &io::Error) -> Failure {
-        Failure {
-            kind: err.kind(),
-            message: err.to_string().into(),
-        }
-    }
-
-    /// The error again, same kind, saying it is an earlier send's.
-    fn error(&self) -> io::Error {
-        io::Error::new(
-            self.kind,
-            format!(
-                "an earlier send on this socket failed, bytes reported written were lost: {}",
-                self.message
-            ),
-        )
-    }
 }
 
 impl WriteState {
@@ -253,7 +228,8 @@ impl std::fmt::Debug for WriteState {
             .field("closed", &self.closed)
             .field(
                 "failed",
-                &ops.as_ref().and_then(|p| p.failed.as_ref().map(|f| f.kind)),
+                &ops.as_ref()
+                    .and_then(|p| p.failed.as_ref().map(|f| f.kind())),
             )
             .finish()
     }
@@ -286,6 +262,6 @@ fn drain(
         Outcome::Short { sent, len } => super::owned::short_send_error(fd, sent, len),
         Outcome::Failed(e) => e,
     };
-    pending.failed = Some(Failure::of(&err));
+    pending.failed = Some(StickyError::of(&err));
     Poll::Ready(Err(err))
 }

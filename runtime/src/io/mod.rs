@@ -41,6 +41,41 @@ pub use read_ahead::ReadAhead;
 pub use tokio::io::ReadBuf;
 pub use write_behind::WriteBehind;
 
+/// A write-behind's first error, kept to fail every later call the same way: bytes a write
+/// reported written were lost, so going on would leave a hole in the stream. `io::Error`
+/// is not `Clone`: the kind and message are kept, and each later call gets a fresh error.
+#[derive(Debug)]
+pub struct StickyError {
+    kind: io::ErrorKind,
+    message: Box<str>,
+}
+
+impl StickyError {
+    /// Keeps `err`'s kind and message.
+    pub fn of(err: &io::Error) -> StickyError {
+        StickyError {
+            kind: err.kind(),
+            message: err.to_string().into(),
+        }
+    }
+
+    /// The kind of the first error.
+    pub fn kind(&self) -> io::ErrorKind {
+        self.kind
+    }
+
+    /// The error again: the same kind, saying it is an earlier write's.
+    pub fn error(&self) -> io::Error {
+        io::Error::new(
+            self.kind,
+            format!(
+                "an earlier write failed, bytes reported written were lost: {}",
+                self.message
+            ),
+        )
+    }
+}
+
 /// The offset that names the fd's own position (pipes, sockets, files in append mode): the
 /// kernel reads or writes there and moves it, and the core does not advance it.
 pub const CURRENT_POS: u64 = u64::MAX;

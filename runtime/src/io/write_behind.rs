@@ -16,7 +16,7 @@ use std::mem;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use super::{WriteOp, CURRENT_POS};
+use super::{StickyError, WriteOp, CURRENT_POS};
 
 /// A write in flight: the op, where its bytes start in its buffer, the offset they go to.
 struct Pending<W: WriteOp> {
@@ -39,8 +39,7 @@ pub struct WriteBehind<W: WriteOp> {
 /// to write were to go to.
 #[derive(Debug)]
 struct Failure {
-    kind: io::ErrorKind,
-    msg: String,
+    error: StickyError,
     offset: u64,
 }
 
@@ -126,8 +125,7 @@ impl<W: WriteOp> WriteBehind<W> {
                 self.spare = buf;
                 if let Err(e) = &res {
                     self.failed = Some(Failure {
-                        kind: e.kind(),
-                        msg: e.to_string(),
+                        error: StickyError::of(e),
                         offset,
                     });
                 }
@@ -140,10 +138,7 @@ impl<W: WriteOp> WriteBehind<W> {
     /// The sticky error, as a fresh error of the first one's kind and message.
     fn sticky(&self) -> io::Result<()> {
         match &self.failed {
-            Some(f) => Err(io::Error::new(
-                f.kind,
-                format!("an earlier write failed: {}", f.msg),
-            )),
+            Some(f) => Err(f.error.error()),
             None => Ok(()),
         }
     }
@@ -246,7 +241,7 @@ impl<W: WriteOp> std::fmt::Debug for WriteBehind<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteBehind")
             .field("writing", &self.pending.is_some())
-            .field("failed", &self.failed.as_ref().map(|f| f.kind))
+            .field("failed", &self.failed.as_ref().map(|f| f.error.kind()))
             .finish()
     }
 }
