@@ -98,7 +98,7 @@ grep -Eq '^ +[1-9][0-9]* requests in' "$WORK/wrk.txt" || fail "wrk made no reque
 echo "ok: http"
 stop http "$PID"
 
-# --- axum (HTTP/1.1, h2c and HTTPS on net::hyper) and http-client ---
+# --- axum (HTTP/1.1, h2c and HTTPS on corering_net::hyper) and http-client ---
 TLS_PORT=$(free_port)
 start axum --tls-port "$TLS_PORT" --save-cert "$WORK/axum.pem" --grace 5
 wait_port axum "$PID" "$TLS_PORT"

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTFLAGS="--cfg loom ${RUSTFLAGS:-}" CARGO_TARGET_DIR=target/loom \
-    cargo test -p runtime --lib --release loom_ -- --test-threads=1 "$@"
+    cargo test -p corering-runtime --lib --release loom_ -- --test-threads=1 "$@"

@@ -12,7 +12,7 @@ if ! command -v valgrind >/dev/null; then
   exit 1
 fi
 
-bins=$(cargo test -p runtime --no-run --message-format=json 2>/dev/null \
+bins=$(cargo test -p corering-runtime --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import sys, json
 for line in sys.stdin:
     m = json.loads(line)

@@ -241,11 +241,11 @@ fn load(client: &tokio::runtime::Runtime, addr: SocketAddr, n: u64) -> io::Resul
 }
 
 /// The server's half of one connection: read the 128 bytes, write them back, close.
-async fn serve_runtime(stream: net::TcpStream) -> io::Result<()> {
+async fn serve_runtime(stream: corering_net::TcpStream) -> io::Result<()> {
     let buf = vec![0u8; MSG].into_boxed_slice();
-    let (res, buf) = stream.read_exact(buf).await;
+    let (res, buf) = stream.read_exact_owned(buf).await;
     res?;
-    let (res, _) = stream.write_all(buf).await;
+    let (res, _) = stream.write_all_owned(buf).await;
     res
 }
 
@@ -256,7 +256,7 @@ fn runtime_server(
 ) -> io::Result<()> {
     let rt = runtime::Builder::new().entries(ENTRIES).build()?;
     rt.block_on(async move {
-        let listener = net::TcpListener::from_std(listener)?;
+        let listener = corering_net::TcpListener::from_std(listener)?;
         let mut incoming = multishot.then(|| listener.incoming());
         loop {
             let accepted = match incoming.as_mut() {

@@ -533,7 +533,7 @@ fn drive(
 /// This runtime's half of one connection, on its default read path: each chunk received
 /// (a buffer of the core's provided-buffer ring) is written back as it is, until the end;
 /// `echoed` is told the size of each chunk echoed (`echo-cores` has it too).
-pub(crate) async fn runtime_conn(mut stream: net::TcpStream, mut echoed: impl FnMut(u64)) {
+pub(crate) async fn runtime_conn(mut stream: corering_net::TcpStream, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
     // Hot path: one CQE of the multishot recv and one send per message, the task woken
     // once (the send's completion wakes nobody; the next write_chunk collects it).
@@ -554,7 +554,7 @@ pub(crate) async fn runtime_conn(mut stream: net::TcpStream, mut echoed: impl Fn
 /// The previous default, for comparison: owned-buffer `read` into one buffer per
 /// connection (pinned while the recv waits), then `write_all` of what was read.
 pub(crate) async fn runtime_conn_own(
-    stream: net::TcpStream,
+    stream: corering_net::TcpStream,
     msg: usize,
     mut echoed: impl FnMut(u64),
 ) {
@@ -562,12 +562,12 @@ pub(crate) async fn runtime_conn_own(
     let mut buf = vec![0u8; msg].into_boxed_slice();
     // Hot path: one recv and (unless the socket takes a short write) one send per message.
     loop {
-        let (res, b) = stream.read(buf).await;
+        let (res, b) = stream.read_owned(buf).await;
         let n = match res {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let (res, slice) = stream.write_all(b.slice(..n)).await;
+        let (res, slice) = stream.write_all_owned(b.slice(..n)).await;
         buf = slice.into_inner();
         if res.is_err() {
             break;
@@ -596,7 +596,7 @@ pub(crate) fn runtime_server_with(
 ) -> io::Result<()> {
     let rt = builder.entries(ENTRIES).build()?;
     rt.block_on(async move {
-        let listener = net::TcpListener::from_std(listener)?;
+        let listener = corering_net::TcpListener::from_std(listener)?;
         let mut incoming = listener.incoming();
         while let Some(accepted) = incoming.next().await {
             if ctl.stopping() {

@@ -25,9 +25,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use corering_net::ListenOptions;
 use futures::channel::oneshot;
 use futures::StreamExt;
-use net::ListenOptions;
 use sysutil::{cpu_time, Who};
 
 use crate::echo::{
@@ -307,17 +307,18 @@ async fn serve_core(
 ) -> io::Result<()> {
     debug_assert_eq!(runtime::current_core(), Some(core));
     let options = ListenOptions::new().reuse_port(true).backlog(4096);
-    let listener =
-        match net::TcpListener::bind_with(addr, &options).and_then(|l| Ok((l.local_addr()?, l))) {
-            Ok((local, l)) => {
-                let _ = bound.send(Ok(local));
-                l
-            }
-            Err(e) => {
-                let _ = bound.send(Err(e));
-                return Ok(());
-            }
-        };
+    let listener = match corering_net::TcpListener::bind_with(addr, &options)
+        .and_then(|l| Ok((l.local_addr()?, l)))
+    {
+        Ok((local, l)) => {
+            let _ = bound.send(Ok(local));
+            l
+        }
+        Err(e) => {
+            let _ = bound.send(Err(e));
+            return Ok(());
+        }
+    };
     let mut incoming = listener.incoming();
     let accept = async {
         while let Some(accepted) = incoming.next().await {

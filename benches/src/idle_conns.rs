@@ -885,7 +885,7 @@ fn runtime_server(listener: std::net::TcpListener) -> io::Result<()> {
     rt.block_on(async move {
         // Accepted sockets inherit TCP_NODELAY: no option call per connection.
         socket2::SockRef::from(&listener).set_tcp_nodelay(true)?;
-        let listener = net::TcpListener::from_std(listener)?;
+        let listener = corering_net::TcpListener::from_std(listener)?;
         let mut incoming = listener.incoming();
         while let Some(accepted) = incoming.next().await {
             match accepted {
@@ -910,7 +910,7 @@ fn runtime_server(listener: std::net::TcpListener) -> io::Result<()> {
 /// One connection on this runtime, as the echo example serves it: each chunk received (a
 /// buffer of the core's shared receive ring) is written back as it is, until end of
 /// stream; no buffer of its own.
-async fn echo_conn(mut stream: net::TcpStream) -> io::Result<()> {
+async fn echo_conn(mut stream: corering_net::TcpStream) -> io::Result<()> {
     loop {
         let chunk = stream.read_chunk().await?;
         if chunk.is_empty() {

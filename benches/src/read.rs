@@ -7,8 +7,8 @@
 //! `O_DIRECT` (skipped where the filesystem refuses it, as tmpfs does with `EINVAL`).
 //! Contestants, alternated run by run in this process (see `harness.rs`), each reading for a
 //! fixed window:
-//! - `runtime 1 task x32`: one task keeping 32 `fs::File::read_at` futures in flight, each
-//!   with its own owned 4 KiB [`fs::AlignedBuf`] and a random 4 KiB-aligned offset (xorshift,
+//! - `runtime 1 task x32`: one task keeping 32 `corering_fs::File::read_at` futures in flight, each
+//!   with its own owned 4 KiB [`corering_fs::AlignedBuf`] and a random 4 KiB-aligned offset (xorshift,
 //!   seeded), the next read started in a slot as soon as its last one completes. It measured
 //!   about 5% faster through the page cache than 32 `spawn_local` tasks each looping one
 //!   `read_at` (the same on `O_DIRECT`), so it is the row kept;
@@ -159,7 +159,7 @@ fn one_variant(
 ) -> io::Result<()> {
     let blocks = file.size / BLOCK as u64;
     let rfile = match rt.block_on(
-        fs::OpenOptions::new()
+        corering_fs::OpenOptions::new()
             .read(true)
             .custom_flags(variant.flags())
             .open(&file.path),
@@ -445,7 +445,7 @@ fn whole(res: io::Result<usize>, pos: u64) -> io::Result<()> {
 /// allocates nothing.
 fn runtime_reads(
     rt: &runtime::Runtime,
-    file: &Rc<fs::File>,
+    file: &Rc<corering_fs::File>,
     blocks: u64,
     window: Duration,
     seed: u64,
@@ -456,12 +456,12 @@ fn runtime_reads(
         let start = Instant::now();
         let deadline = start + window;
         let mut rng = XorShift::new(seed);
-        let file: &fs::File = file;
-        let read = |buf: fs::AlignedBuf, pos: u64| file.read_at(buf, pos);
+        let file: &corering_fs::File = file;
+        let read = |buf: corering_fs::AlignedBuf, pos: u64| file.read_at(buf, pos);
         let mut slots = Vec::with_capacity(DEPTH);
         for _ in 0..DEPTH {
             let pos = rng.offset(blocks);
-            let fut = Box::pin(read(fs::AlignedBuf::with_capacity(BLOCK)?, pos));
+            let fut = Box::pin(read(corering_fs::AlignedBuf::with_capacity(BLOCK)?, pos));
             slots.push((Some(fut), pos));
         }
         let mut ops = 0u64;
@@ -597,7 +597,7 @@ async fn blocking_pread_loop(
     deadline: Instant,
 ) -> io::Result<u64> {
     let f = Arc::new(f.into_std().await);
-    let mut buf = fs::AlignedBuf::with_capacity(BLOCK)?;
+    let mut buf = corering_fs::AlignedBuf::with_capacity(BLOCK)?;
     buf.set_len(BLOCK);
     let mut n = 0u64;
     loop {

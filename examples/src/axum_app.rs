@@ -84,7 +84,7 @@ impl<R> CoreState<R> {
 }
 
 /// The app for one core: every route, with a request counter shared by the core's
-/// connections. Call it once per core (`net::hyper::Builder::serve_with` does); on tokio,
+/// connections. Call it once per core (`corering_net::hyper::Builder::serve_with` does); on tokio,
 /// once for the whole runtime (then `core` is just a label).
 pub fn router<R: AppRuntime>(core: usize) -> Router {
     let state = Arc::new(CoreState::<R> {

@@ -3,8 +3,8 @@
 //! replies ([`resp`]), the key-value store with its commands ([`redis`]), the axum app's
 //! handlers ([`axum_app`]) and the TLS set-up ([`tls`]).
 //!
-//! The binaries (`src/bin/`): `echo`, `http` (hyper through `net::hyper`), `axum` (an axum
-//! app through `net::hyper`, HTTP/1.1, h2c and HTTPS), `http-client`, `redis` and `cp`; and
+//! The binaries (`src/bin/`): `echo`, `http` (hyper through `corering_net::hyper`), `axum` (an axum
+//! app through `corering_net::hyper`, HTTP/1.1, h2c and HTTPS), `http-client`, `redis` and `cp`; and
 //! `axum-tokio` (the same axum app on tokio, feature `tokio-peer`). Each prints its flags
 //! with `--help`. `scripts/examples_check.sh` drives them with real clients (wrk, h2load,
 //! curl, redis-cli, redis-benchmark, cmp).

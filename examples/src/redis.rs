@@ -352,7 +352,7 @@ pub enum Action {
 /// cut across chunks is copied, into `pending`, until it is whole. Replies collect in `out`
 /// and go out in one write, which runs while the next chunk is awaited (pipelining); `out`
 /// is freed once sent, so an idle connection holds none either.
-pub async fn serve_connection(stream: net::TcpStream, store: &Store) {
+pub async fn serve_connection(stream: corering_net::TcpStream, store: &Store) {
     let (mut reader, writer) = stream.into_split();
     let mut pending: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
@@ -402,7 +402,7 @@ pub async fn serve_connection(stream: net::TcpStream, store: &Store) {
                 return;
             }
             // FIN after the replies, so the peer reads them before the socket goes.
-            let _ = writer.shutdown(std::net::Shutdown::Write).await;
+            let _ = writer.shutdown_socket(std::net::Shutdown::Write).await;
             return;
         }
     }
@@ -416,7 +416,7 @@ async fn answer(
     store: &Store,
     args: &mut Vec<Range<usize>>,
     out: &mut Vec<u8>,
-    writer: &net::tcp::OwnedWriteHalf,
+    writer: &corering_net::tcp::OwnedWriteHalf,
 ) -> Option<(usize, bool)> {
     let mut start = 0;
     loop {
@@ -442,8 +442,8 @@ async fn answer(
 }
 
 /// Sends `out` whole; `false` if the peer is gone.
-async fn send(writer: &net::tcp::OwnedWriteHalf, out: Vec<u8>) -> bool {
-    writer.write_all(out).await.0.is_ok()
+async fn send(writer: &corering_net::tcp::OwnedWriteHalf, out: Vec<u8>) -> bool {
+    writer.write_all_owned(out).await.0.is_ok()
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! TLS set-up shared by `axum`, `axum-tokio` and `http-client`: rustls (through
-//! [`net::tls::rustls`]) with the `ring` provider, certificates and keys read from PEM, and a
+//! [`corering_net::tls::rustls`]) with the `ring` provider, certificates and keys read from PEM, and a
 //! self-signed certificate for `localhost` and `127.0.0.1` made at startup with rcgen.
 
 use std::io;
 use std::sync::Arc;
 
-use net::tls::rustls;
+use corering_net::tls::rustls;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};

@@ -1,17 +1,17 @@
-//! The axum app (`examples::axum_app`) served by `net::hyper` on this runtime, fetched with
-//! `net::hyper::Client` over HTTP/1.1, h2c and HTTPS (the self-signed identity of
+//! The axum app (`examples::axum_app`) served by `corering_net::hyper` on this runtime, fetched with
+//! `corering_net::hyper::Client` over HTTP/1.1, h2c and HTTPS (the self-signed identity of
 //! `examples::tls`): every route's status, headers and body.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use corering_net::hyper::{Builder, Client};
+use corering_net::tls::{rustls, TlsAcceptor, TlsConnector};
 use examples::axum_app::{self, Uring, ECHO_LIMIT};
 use examples::tls::Identity;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode, Version};
-use net::hyper::{Builder, Client};
-use net::tls::{rustls, TlsAcceptor, TlsConnector};
 
 type Http = Client<Full<Bytes>>;
 

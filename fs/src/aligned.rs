@@ -29,7 +29,7 @@ pub const DEFAULT_ALIGN: usize = 4096;
 /// be set.
 ///
 /// ```
-/// let mut buf = fs::AlignedBuf::new(8192, 4096)?;
+/// let mut buf = corering_fs::AlignedBuf::new(8192, 4096)?;
 /// assert_eq!(buf.stable_ptr_addr() % 4096, 0);
 /// buf.extend_from_slice(b"hello");
 /// assert_eq!(&buf[..], b"hello");

@@ -128,7 +128,7 @@ fn check_pos(pos: u64) -> io::Result<()> {
 /// let path = dir.join("data");
 /// let rt = runtime::Runtime::new()?;
 /// rt.block_on(async {
-///     let file = fs::OpenOptions::new()
+///     let file = corering_fs::OpenOptions::new()
 ///         .read(true)
 ///         .write(true)
 ///         .create(true)
@@ -213,7 +213,7 @@ impl File {
     }
 
     /// Whether the file was opened with `O_DIRECT` (reads and writes check alignment).
-    pub fn is_direct(&self) -> bool {
+    pub fn is_direct_io(&self) -> bool {
         self.direct.is_some()
     }
 

@@ -32,13 +32,13 @@
 //! let dir = std::env::temp_dir().join(format!("fs-doc-crate-{}", std::process::id()));
 //! let rt = runtime::Runtime::new()?;
 //! rt.block_on(async {
-//!     fs::create_dir_all(dir.join("a/b")).await?;
+//!     corering_fs::create_dir_all(dir.join("a/b")).await?;
 //!     let path = dir.join("a/b/greeting");
-//!     fs::write(&path, "hello").await?;
-//!     assert_eq!(fs::read(&path).await?, b"hello");
-//!     assert_eq!(fs::metadata(&path).await?.len(), 5);
+//!     corering_fs::write(&path, "hello").await?;
+//!     assert_eq!(corering_fs::read(&path).await?, b"hello");
+//!     assert_eq!(corering_fs::metadata(&path).await?.len(), 5);
 //!
-//!     let file = fs::OpenOptions::new().read(true).write(true).open(&path).await?;
+//!     let file = corering_fs::OpenOptions::new().read(true).write(true).open(&path).await?;
 //!     let (res, _) = file.write_at(b" world".to_vec(), 5).await;
 //!     assert_eq!(res?, 6);
 //!     let (res, buf) = file.read_exact_at(vec![0u8; 11].into_boxed_slice(), 0).await;
@@ -46,23 +46,16 @@
 //!     assert_eq!(&buf[..], b"hello world");
 //!     file.close().await?;
 //!
-//!     assert_eq!(fs::copy(&path, dir.join("copy")).await?, 11);
-//!     fs::rename(dir.join("copy"), dir.join("moved")).await?;
-//!     fs::remove_file(dir.join("moved")).await?;
-//!     let err = fs::File::open(dir.join("missing")).await.unwrap_err();
+//!     assert_eq!(corering_fs::copy(&path, dir.join("copy")).await?, 11);
+//!     corering_fs::rename(dir.join("copy"), dir.join("moved")).await?;
+//!     corering_fs::remove_file(dir.join("moved")).await?;
+//!     let err = corering_fs::File::open(dir.join("missing")).await.unwrap_err();
 //!     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
 //!     Ok::<(), std::io::Error>(())
 //! })?;
 //! std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), std::io::Error>(())
 //! ```
-
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(
-    missing_docs,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc
-)]
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("fs is built on io_uring and runs on Linux only");

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// ```
 /// let rt = runtime::Runtime::new()?;
 /// rt.block_on(async {
-///     let meta = fs::metadata("/").await?;
+///     let meta = corering_fs::metadata("/").await?;
 ///     assert!(meta.is_dir());
 ///     assert!(!meta.is_symlink());
 ///     Ok::<(), std::io::Error>(())

@@ -24,7 +24,7 @@ use crate::ops;
 /// let path = dir.join("log");
 /// let rt = runtime::Runtime::new()?;
 /// rt.block_on(async {
-///     let file = fs::OpenOptions::new()
+///     let file = corering_fs::OpenOptions::new()
 ///         .append(true)
 ///         .create(true)
 ///         .mode(0o600)

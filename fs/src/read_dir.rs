@@ -41,7 +41,7 @@ type Chunk = (Option<std::fs::ReadDir>, VecDeque<io::Result<DirEntry>>);
 /// std::fs::write(dir.join("file"), b"x")?;
 /// let rt = runtime::Runtime::new()?;
 /// let mut names = rt.block_on(async {
-///     let mut entries = fs::read_dir(&dir).await?;
+///     let mut entries = corering_fs::read_dir(&dir).await?;
 ///     let mut names = Vec::new();
 ///     while let Some(entry) = entries.next_entry().await? {
 ///         names.push(entry.file_name().into_string().unwrap());

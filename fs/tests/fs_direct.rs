@@ -9,7 +9,7 @@ mod common;
 use std::io::ErrorKind;
 
 use common::{pattern, TempDir};
-use fs::{AlignedBuf, File, OpenOptions};
+use corering_fs::{AlignedBuf, File, OpenOptions};
 use runtime::buf::IoBuf;
 
 /// Opens `path` for direct I/O, or `None` (with the reason printed) where the filesystem
@@ -44,7 +44,7 @@ async fn direct_io_round_trip_with_aligned_buffers() {
     let Some(file) = open_direct(&path).await else {
         return;
     };
-    assert!(file.is_direct());
+    assert!(file.is_direct_io());
     let data = pattern(4 * 4096, 11);
     let mut buf = AlignedBuf::with_capacity(data.len()).unwrap();
     buf.extend_from_slice(&data);

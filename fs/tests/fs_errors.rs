@@ -6,7 +6,7 @@ use std::error::Error;
 use std::io::ErrorKind;
 
 use common::TempDir;
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 
 #[runtime::test]
 async fn missing_path_is_not_found_with_the_path() {
@@ -21,14 +21,16 @@ async fn missing_path_is_not_found_with_the_path() {
     assert_eq!(source.raw_os_error(), Some(libc::ENOENT));
 
     for err in [
-        fs::metadata(&path).await.unwrap_err(),
-        fs::symlink_metadata(&path).await.unwrap_err(),
-        fs::remove_file(&path).await.unwrap_err(),
-        fs::remove_dir(&path).await.unwrap_err(),
-        fs::read(&path).await.unwrap_err(),
-        fs::rename(&path, dir.join("x")).await.unwrap_err(),
-        fs::hard_link(&path, dir.join("x")).await.unwrap_err(),
-        fs::create_dir(dir.join("a/b")).await.unwrap_err(),
+        corering_fs::metadata(&path).await.unwrap_err(),
+        corering_fs::symlink_metadata(&path).await.unwrap_err(),
+        corering_fs::remove_file(&path).await.unwrap_err(),
+        corering_fs::remove_dir(&path).await.unwrap_err(),
+        corering_fs::read(&path).await.unwrap_err(),
+        corering_fs::rename(&path, dir.join("x")).await.unwrap_err(),
+        corering_fs::hard_link(&path, dir.join("x"))
+            .await
+            .unwrap_err(),
+        corering_fs::create_dir(dir.join("a/b")).await.unwrap_err(),
     ] {
         assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
         assert!(
@@ -44,19 +46,19 @@ async fn interior_nul_is_invalid_input() {
     let errs = [
         File::open(bad).await.unwrap_err(),
         File::create(bad).await.unwrap_err(),
-        fs::metadata(bad).await.unwrap_err(),
-        fs::symlink_metadata(bad).await.unwrap_err(),
-        fs::remove_file(bad).await.unwrap_err(),
-        fs::remove_dir(bad).await.unwrap_err(),
-        fs::create_dir(bad).await.unwrap_err(),
-        fs::create_dir_all(bad).await.unwrap_err(),
-        fs::rename(bad, "x").await.unwrap_err(),
-        fs::rename("x", bad).await.unwrap_err(),
-        fs::hard_link(bad, "x").await.unwrap_err(),
-        fs::symlink("x", bad).await.unwrap_err(),
-        fs::read(bad).await.unwrap_err(),
-        fs::write(bad, "x").await.unwrap_err(),
-        fs::copy(bad, "x").await.unwrap_err(),
+        corering_fs::metadata(bad).await.unwrap_err(),
+        corering_fs::symlink_metadata(bad).await.unwrap_err(),
+        corering_fs::remove_file(bad).await.unwrap_err(),
+        corering_fs::remove_dir(bad).await.unwrap_err(),
+        corering_fs::create_dir(bad).await.unwrap_err(),
+        corering_fs::create_dir_all(bad).await.unwrap_err(),
+        corering_fs::rename(bad, "x").await.unwrap_err(),
+        corering_fs::rename("x", bad).await.unwrap_err(),
+        corering_fs::hard_link(bad, "x").await.unwrap_err(),
+        corering_fs::symlink("x", bad).await.unwrap_err(),
+        corering_fs::read(bad).await.unwrap_err(),
+        corering_fs::write(bad, "x").await.unwrap_err(),
+        corering_fs::copy(bad, "x").await.unwrap_err(),
     ];
     for err in errs {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use common::TempDir;
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
@@ -131,15 +131,17 @@ async fn many_tasks_and_helpers(dir: &TempDir) {
     drop(file);
     for i in 0..20 {
         let p = dir.join(&format!("w{i}"));
-        fs::write(&p, vec![1u8; 1000]).await.unwrap();
-        assert_eq!(fs::read(&p).await.unwrap().len(), 1000);
-        fs::copy(&p, dir.join(&format!("c{i}"))).await.unwrap();
-        fs::metadata(&p).await.unwrap();
+        corering_fs::write(&p, vec![1u8; 1000]).await.unwrap();
+        assert_eq!(corering_fs::read(&p).await.unwrap().len(), 1000);
+        corering_fs::copy(&p, dir.join(&format!("c{i}")))
+            .await
+            .unwrap();
+        corering_fs::metadata(&p).await.unwrap();
     }
     // Errors on the way leak nothing either.
     for _ in 0..20 {
-        assert!(fs::read(dir.join("missing")).await.is_err());
-        assert!(fs::copy(dir.join("w0"), dir.join("no/such/dir"))
+        assert!(corering_fs::read(dir.join("missing")).await.is_err());
+        assert!(corering_fs::copy(dir.join("w0"), dir.join("no/such/dir"))
             .await
             .is_err());
     }

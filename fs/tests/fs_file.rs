@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use common::{pattern, TempDir};
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 
 #[runtime::test]
 async fn write_then_read_round_trip() {

@@ -6,14 +6,14 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, SystemTime};
 
 use common::TempDir;
-use fs::File;
+use corering_fs::File;
 
 fn within_a_second(a: SystemTime, b: SystemTime) -> bool {
     let d = a.duration_since(b).unwrap_or_else(|e| e.duration());
     d < Duration::from_secs(1)
 }
 
-fn check(ours: &fs::Metadata, std: &std::fs::Metadata) {
+fn check(ours: &corering_fs::Metadata, std: &std::fs::Metadata) {
     assert_eq!(ours.len(), std.len());
     assert_eq!(ours.is_file(), std.is_file());
     assert_eq!(ours.is_dir(), std.is_dir());
@@ -57,14 +57,14 @@ async fn file_metadata_matches_std() {
     assert!(within_a_second(ours.modified().unwrap(), SystemTime::now()));
     file.close().await.unwrap();
 
-    let by_path = fs::metadata(&path).await.unwrap();
+    let by_path = corering_fs::metadata(&path).await.unwrap();
     check(&by_path, &std);
 }
 
 #[runtime::test]
 async fn directory_and_symlink_metadata_match_std() {
     let dir = TempDir::new("meta-dir");
-    let ours = fs::metadata(dir.path()).await.unwrap();
+    let ours = corering_fs::metadata(dir.path()).await.unwrap();
     check(&ours, &std::fs::metadata(dir.path()).unwrap());
     assert!(ours.is_dir() && !ours.is_file());
 
@@ -72,11 +72,11 @@ async fn directory_and_symlink_metadata_match_std() {
     std::fs::write(&target, b"abc").unwrap();
     let link = dir.join("link");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let followed = fs::metadata(&link).await.unwrap();
+    let followed = corering_fs::metadata(&link).await.unwrap();
     check(&followed, &std::fs::metadata(&link).unwrap());
     assert!(followed.is_file());
     assert_eq!(followed.len(), 3);
-    let not_followed = fs::symlink_metadata(&link).await.unwrap();
+    let not_followed = corering_fs::symlink_metadata(&link).await.unwrap();
     check(&not_followed, &std::fs::symlink_metadata(&link).unwrap());
     assert!(not_followed.is_symlink() && !not_followed.is_file());
     assert!(not_followed.file_type().is_symlink());

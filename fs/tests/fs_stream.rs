@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::task::Poll;
 
 use common::{pattern, TempDir};
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 use futures::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufReader};
 use futures::StreamExt;
 
@@ -209,7 +209,7 @@ async fn read_dir_lists_files_and_subdirs() {
         // More than one chunk of 32.
         std::fs::write(dir.join(&format!("f{i}")), b"x").unwrap();
     }
-    let mut entries = fs::read_dir(dir.path()).await.unwrap();
+    let mut entries = corering_fs::read_dir(dir.path()).await.unwrap();
     let mut files = 0;
     let mut dirs = Vec::new();
     while let Some(entry) = entries.next_entry().await.unwrap() {
@@ -235,10 +235,12 @@ async fn read_dir_bad_input() {
     let dir = TempDir::new("read-dir-bad");
     let file = dir.join("file");
     std::fs::write(&file, b"x").unwrap();
-    let err = fs::read_dir(&file).await.unwrap_err();
+    let err = corering_fs::read_dir(&file).await.unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotADirectory, "{err}");
     assert!(err.to_string().contains("file"), "{err}");
-    let err = fs::read_dir(dir.join("missing")).await.unwrap_err();
+    let err = corering_fs::read_dir(dir.join("missing"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
 }
 
@@ -250,27 +252,33 @@ async fn exists_canonicalize_read_link() {
     std::os::unix::fs::symlink("target", dir.join("link")).unwrap();
     std::os::unix::fs::symlink("nowhere", dir.join("dangling")).unwrap();
 
-    assert!(fs::try_exists(&file).await.unwrap());
-    assert!(fs::try_exists(dir.join("link")).await.unwrap());
-    assert!(!fs::try_exists(dir.join("missing")).await.unwrap());
-    assert!(!fs::try_exists(dir.join("dangling")).await.unwrap());
+    assert!(corering_fs::try_exists(&file).await.unwrap());
+    assert!(corering_fs::try_exists(dir.join("link")).await.unwrap());
+    assert!(!corering_fs::try_exists(dir.join("missing")).await.unwrap());
+    assert!(!corering_fs::try_exists(dir.join("dangling")).await.unwrap());
 
-    let canon = fs::canonicalize(dir.path().join("./link")).await.unwrap();
+    let canon = corering_fs::canonicalize(dir.path().join("./link"))
+        .await
+        .unwrap();
     assert_eq!(canon, std::fs::canonicalize(&file).unwrap());
-    let err = fs::canonicalize(dir.join("missing")).await.unwrap_err();
+    let err = corering_fs::canonicalize(dir.join("missing"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
     assert!(err.to_string().contains("missing"), "{err}");
 
     assert_eq!(
-        fs::read_link(dir.join("link")).await.unwrap(),
+        corering_fs::read_link(dir.join("link")).await.unwrap(),
         std::path::Path::new("target")
     );
-    let err = fs::read_link(&file).await.unwrap_err();
+    let err = corering_fs::read_link(&file).await.unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
 
-    assert_eq!(fs::read_to_string(&file).await.unwrap(), "hi");
+    assert_eq!(corering_fs::read_to_string(&file).await.unwrap(), "hi");
     std::fs::write(dir.join("bin"), [0xff, 0xfe]).unwrap();
-    let err = fs::read_to_string(dir.join("bin")).await.unwrap_err();
+    let err = corering_fs::read_to_string(dir.join("bin"))
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidData);
 }
 
@@ -279,13 +287,17 @@ async fn set_permissions_and_set_len() {
     let dir = TempDir::new("perms");
     let path = dir.join("f");
     std::fs::write(&path, pattern(10_000, 1)).unwrap();
-    fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640))
+    corering_fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640))
         .await
         .unwrap();
-    assert_eq!(fs::metadata(&path).await.unwrap().mode() & 0o777, 0o640);
-    let err = fs::set_permissions(dir.join("missing"), std::fs::Permissions::from_mode(0o600))
-        .await
-        .unwrap_err();
+    assert_eq!(
+        corering_fs::metadata(&path).await.unwrap().mode() & 0o777,
+        0o640
+    );
+    let err =
+        corering_fs::set_permissions(dir.join("missing"), std::fs::Permissions::from_mode(0o600))
+            .await
+            .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
 
     let mut file = rw().open(&path).await.unwrap();

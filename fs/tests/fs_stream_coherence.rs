@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use common::{pattern, TempDir};
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 use futures::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 async fn open_rw(path: &std::path::Path) -> File {

@@ -15,7 +15,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 
 use common::TempDir;
-use fs::{File, OpenOptions};
+use corering_fs::{File, OpenOptions};
 use futures::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 /// Steps per seed.

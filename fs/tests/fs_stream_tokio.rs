@@ -7,7 +7,7 @@ mod common;
 use std::io::SeekFrom;
 
 use common::TempDir;
-use fs::OpenOptions;
+use corering_fs::OpenOptions;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 #[runtime::test]

@@ -14,7 +14,7 @@ fn a_write_behind_finishes_when_the_runtime_ends_right_after() {
     for round in 0..20 {
         let rt = runtime::Runtime::new().unwrap();
         rt.block_on(async {
-            let mut f = fs::File::create(&path).await.unwrap();
+            let mut f = corering_fs::File::create(&path).await.unwrap();
             f.write_all(&data).await.unwrap();
             // No flush: the last write is still in flight when block_on returns.
         });

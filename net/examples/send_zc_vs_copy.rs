@@ -1,10 +1,10 @@
 //! Measures `send_zc` against the copying `write_all` on loopback: 1 MiB and 64 KiB
 //! buffers, alternating, each run moving 256 MiB to a reader on the same core. Prints MiB/s
-//! per run and the median ratio. Run: `cargo run --release -p net --example send_zc_vs_copy`.
+//! per run and the median ratio. Run: `cargo run --release -p corering-net --example send_zc_vs_copy`.
 
 use std::time::Instant;
 
-use net::{TcpListener, TcpStream};
+use corering_net::{TcpListener, TcpStream};
 
 const TOTAL: usize = 256 << 20;
 
@@ -17,7 +17,7 @@ async fn run(size: usize, zc: bool) -> f64 {
         let mut buf = vec![0u8; 1 << 20].into_boxed_slice();
         let mut got = 0;
         while got < TOTAL {
-            let (res, b2) = b.read(buf).await;
+            let (res, b2) = b.read_owned(buf).await;
             buf = b2;
             match res.unwrap() {
                 0 => break,
@@ -35,7 +35,7 @@ async fn run(size: usize, zc: bool) -> f64 {
             buf = b;
             sent += res.unwrap();
         } else {
-            let (res, b) = a.write_all(buf).await;
+            let (res, b) = a.write_all_owned(buf).await;
             buf = b;
             res.unwrap();
             sent += size;

@@ -28,11 +28,11 @@
 //! - A numeric address is parsed on the core, with no system call, and never leaves it.
 //! - A host name is resolved with `getaddrinfo(3)`, which blocks and has no io_uring op. The
 //!   async functions ([`lookup_host`], [`TcpStream::connect`], [`UdpSocket::connect`],
-//!   [`UdpSocket::send_to`], and so `net::hyper::Client` too) run it on the runtime's
+//!   [`UdpSocket::send_to`], and so `corering_net::hyper::Client` too) run it on the runtime's
 //!   blocking pool (`runtime::spawn_blocking`): the core goes on running its other
 //!   tasks while a slow lookup waits.
 //! - The synchronous functions ([`TcpListener::bind`], [`UdpSocket::bind`], [`serve`],
-//!   `net::hyper::serve`) cannot wait: they resolve a host name on the calling thread, blocking
+//!   `corering_net::hyper::serve`) cannot wait: they resolve a host name on the calling thread, blocking
 //!   the core, as std does. Binding to a name is rare and happens at startup; pass an IP
 //!   address to bind without ever calling `getaddrinfo`.
 //!
@@ -48,16 +48,16 @@
 //!
 //! let rt = runtime::Runtime::new()?;
 //! rt.block_on(async {
-//!     let listener = net::TcpListener::bind("127.0.0.1:0")?;
+//!     let listener = corering_net::TcpListener::bind("127.0.0.1:0")?;
 //!     let addr = listener.local_addr()?;
 //!     let client = runtime::spawn_local(async move {
-//!         let stream = net::TcpStream::connect(addr).await?;
-//!         let (res, _) = stream.write_all(b"ping".as_slice()).await;
+//!         let stream = corering_net::TcpStream::connect(addr).await?;
+//!         let (res, _) = stream.write_all_owned(b"ping".as_slice()).await;
 //!         res
 //!     });
 //!     let mut incoming = listener.incoming();
 //!     let stream = incoming.next().await.expect("the stream never ends")?;
-//!     let (res, buf) = stream.read_exact(vec![0u8; 4].into_boxed_slice()).await;
+//!     let (res, buf) = stream.read_exact_owned(vec![0u8; 4].into_boxed_slice()).await;
 //!     res?;
 //!     assert_eq!(&buf[..], b"ping");
 //!     client.await.unwrap()
@@ -68,78 +68,69 @@
 //! # Two ways to do I/O
 //! Every stream socket ([`TcpStream`], [`UnixStream`], their halves) offers both:
 //!
-//! - **Owned buffers**, the native interface: inherent methods (`read`, `read_exact`,
-//!   `write`, `write_all`, `writev`, `writev_all`, `shutdown`, ...) that take a buffer by
-//!   value, submit one op, and give the buffer back with the result. No copy, no import.
-//!   Borrowed bytes go through [`TcpStream::write_all_from`] (`&[u8]`, copied once into a
-//!   `Vec`).
-//! - **futures-io traits** (`AsyncRead`, `AsyncBufRead`, `AsyncWrite`, and tokio's under the
-//!   `tokio-io` feature), for generic code and the ecosystem's adapters; their extension
-//!   methods take `&mut [u8]` and `&[u8]`. Reads come from the core's shared provided-buffer
-//!   ring (below); a write is copied into a buffer held only while its send is in flight.
+//! - **The I/O traits**, as tokio and futures code calls them: `AsyncRead`, `AsyncBufRead`
+//!   and `AsyncWrite` of futures-io, and tokio's under the `tokio-io` feature, with their
+//!   extension methods (`read`, `read_exact`, `read_to_end`, `write_all`, `flush`,
+//!   `shutdown`, `copy`, ...) on `&mut [u8]` and `&[u8]`. No inherent method has one of
+//!   their names, so a port from tokio compiles as written. Reads come from the core's
+//!   shared provided-buffer ring (below); a write is copied into a buffer held only while
+//!   its send is in flight.
+//! - **Owned buffers**, the io_uring-native interface under names of their own
+//!   (`read_owned`, `read_exact_owned`, `write_owned`, `write_all_owned`, `writev_owned`,
+//!   `writev_all_owned`, `read_chunk`/`write_chunk`, `shutdown_socket`, ...): they take a
+//!   buffer by value, submit one op, and give the buffer back with the result, with no
+//!   copy and no import. Borrowed bytes go through [`TcpStream::write_all_from`].
+//!
+//! Both read and write the same ordered byte stream and can be mixed on one socket.
 //!
 //! # What a connection holds while it waits
-//! An owned-buffer `read(buf)` hands `buf` to the kernel until data arrives: a server with
-//! many idle connections pins one buffer each. The traits and `read_chunk()` (which yields
-//! a [`Chunk`], an `IoBuf` that `write_all` sends on without a copy) read instead through
-//! one multishot receive per connection into the core's provided-buffer ring
-//! ([`runtime::buf::core_ring`]): the kernel takes a buffer only when data arrives and the
-//! chunk returns to the ring once read, so an idle connection owns no receive buffer. A
-//! connection nobody reads holds at most a few buffers (the receive is paused past a small
-//! backlog), and when the ring runs dry (`ENOBUFS`) the receive re-arms as soon as a buffer
-//! comes back. Off (`Builder::recv_multishot(false)`, or a kernel without buffer rings),
-//! the traits use a 16 KiB buffer per connection.
+//! An owned-buffer `read_owned(buf)` hands `buf` to the kernel until data arrives: a server
+//! with many idle connections pins one buffer each. The traits and `read_chunk()` (which
+//! yields a [`Chunk`], an `IoBuf` that `write_all_owned` sends on without a copy) read
+//! instead through one multishot receive per connection into the core's provided-buffer
+//! ring ([`runtime::buf::core_ring`]): the kernel takes a buffer only when data arrives and
+//! the chunk returns to the ring once read, so an idle connection owns no receive buffer.
+//! A connection nobody reads holds at most a few buffers (the receive is paused past a
+//! small backlog), and when the ring runs dry (`ENOBUFS`) the receive re-arms as soon as a
+//! buffer comes back. Off (`Builder::recv_multishot(false)`, or a kernel without buffer
+//! rings), the traits use a 16 KiB buffer per connection.
 //!
-//! Inherent methods are found before trait methods on a stream *binding*, so with
-//! `stream: TcpStream`, `stream.read(&mut buf)` means the owned-buffer `read` and does not
-//! compile. The extension methods need no qualified call through a `&mut` (a `&mut TcpStream`
-//! parameter, or `let s = &mut stream; s.read(&mut buf)`) or through the borrowed halves of
-//! [`TcpStream::split`], which have no owned-buffer methods. (Moving the owned methods to
-//! traits would have broken every existing `stream.read(buf)` caller lacking the import.)
-//! One trap the other way: with futures' `AsyncReadExt` in scope, `stream.split()` is its
-//! by-value `split(self)` (lock-based halves that also work); write
-//! `TcpStream::split(&mut stream)` for the borrowed one. tokio's `AsyncReadExt` has no
-//! `split`, so a tokio port is unaffected.
+//! One trap remains, futures' own: with futures' `AsyncReadExt` in scope,
+//! `stream.split()` is its by-value `split(self)` (lock-based halves that also work);
+//! write `TcpStream::split(&mut stream)` for the borrowed one. tokio's `AsyncReadExt` has
+//! no `split`, so a tokio port is unaffected.
 //!
 //! ```
 //! use futures::io::{AsyncReadExt, AsyncWriteExt};
 //!
-//! // The futures-io style, as a port from tokio writes it.
-//! async fn echo_once(stream: &mut net::TcpStream) -> std::io::Result<()> {
-//!     let mut buf = [0u8; 64];
-//!     let n = stream.read(&mut buf).await?; // AsyncReadExt::read: `stream` is a `&mut`
-//!     stream.write_all(&buf[..n]).await?;
-//!     stream.flush().await
-//! }
-//!
 //! let rt = runtime::Runtime::new()?;
 //! rt.block_on(async {
-//!     let listener = net::TcpListener::bind("127.0.0.1:0")?;
+//!     let listener = corering_net::TcpListener::bind("127.0.0.1:0")?;
 //!     let addr = listener.local_addr()?;
 //!     let server = runtime::spawn_local(async move {
 //!         let (mut stream, _peer) = listener.accept().await?;
-//!         echo_once(&mut stream).await?;
+//!         // The trait style, as a port from tokio writes it.
+//!         let mut buf = [0u8; 64];
+//!         let n = stream.read(&mut buf).await?;
+//!         stream.write_all(&buf[..n]).await?;
+//!         stream.flush().await?;
 //!         let mut rest = Vec::new();
-//!         stream.read_to_end(&mut rest).await?; // no inherent `read_to_end`: the trait's
+//!         stream.read_to_end(&mut rest).await?;
 //!         assert_eq!(rest, b"x");
 //!         Ok::<_, std::io::Error>(())
 //!     });
-//!     let mut client = net::TcpStream::connect(addr).await?;
+//!     let mut client = corering_net::TcpStream::connect(addr).await?;
 //!     // Owned buffers: the inherent methods, no import needed.
-//!     let (res, _) = client.write_all(b"ping".to_vec()).await;
+//!     let (res, _) = client.write_all_owned(b"ping".to_vec()).await;
 //!     res?;
-//!     let (res, buf) = client.read_exact(vec![0u8; 4]).await;
+//!     let (res, buf) = client.read_exact_owned(vec![0u8; 4]).await;
 //!     res?;
 //!     assert_eq!(buf, b"ping");
-//!     // futures-io on a binding: through `&mut`, or the borrowed halves.
-//!     // (Not `(&mut client).write_all(..)`: clippy's `needless_borrow` would drop the `&mut`,
-//!     // and with it the meaning.)
-//!     let io = &mut client;
-//!     io.write_all(b"x").await?;
-//!     let (mut rd, mut wr) = client.split();
-//!     wr.close().await?; // shut the write direction down
+//!     // And the traits on the same socket, in order after the owned write.
+//!     client.write_all(b"x").await?;
+//!     client.close().await?; // flush, then shut the write direction down
 //!     let mut rest = Vec::new();
-//!     rd.read_to_end(&mut rest).await?; // the server closes after reading "x"
+//!     client.read_to_end(&mut rest).await?; // the server closes after reading "x"
 //!     assert!(rest.is_empty());
 //!     server.await.unwrap()
 //! })?;
@@ -152,13 +143,6 @@
 //!   `(TcpStream, SocketAddr)` too.
 //! - `split`, `into_split`, `peer_addr`, `set_nodelay` have tokio's names; timers
 //!   (`runtime::time`) have tokio's `Interval` and `MissedTickBehavior`.
-
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(
-    missing_docs,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc
-)]
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("net is built on io_uring and runs on Linux only");

@@ -5,7 +5,7 @@
 //! which `getaddrinfo(3)` resolves. `getaddrinfo` blocks and io_uring has no op for it, so
 //! the async paths ([`lookup_host`], `TcpStream::connect`, `UdpSocket::connect` and
 //! `send_to`) run it on the runtime's blocking pool (`runtime::spawn_blocking`) while the
-//! core goes on with its other tasks. The synchronous ones (`bind`, `net::serve`) cannot
+//! core goes on with its other tasks. The synchronous ones (`bind`, `corering_net::serve`) cannot
 //! wait: they resolve a host name on the calling thread, as std does.
 //!
 //! The trait is sealed (as tokio's is): what it resolves to, and where, is this crate's
@@ -52,11 +52,11 @@ pub trait ToSocketAddrs: sealed::ToSocketAddrsPriv {}
 /// ```
 /// let rt = runtime::Runtime::new()?;
 /// rt.block_on(async {
-///     for addr in net::lookup_host("localhost:8080").await? {
+///     for addr in corering_net::lookup_host("localhost:8080").await? {
 ///         assert!(addr.ip().is_loopback());
 ///         assert_eq!(addr.port(), 8080);
 ///     }
-///     let mut numeric = net::lookup_host(("10.0.0.1", 53)).await?;
+///     let mut numeric = corering_net::lookup_host(("10.0.0.1", 53)).await?;
 ///     assert_eq!(numeric.next(), Some("10.0.0.1:53".parse().unwrap()));
 ///     Ok::<(), std::io::Error>(())
 /// })?;

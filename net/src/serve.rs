@@ -32,10 +32,10 @@ pub struct Server {
 /// ```no_run
 /// # #[runtime::main(cores = 2)]
 /// # async fn main() -> std::io::Result<()> {
-/// let server = net::serve("127.0.0.1:8080", |stream: net::TcpStream| async move {
-///     let (res, buf) = stream.read(vec![0u8; 512].into_boxed_slice()).await;
+/// let server = corering_net::serve("127.0.0.1:8080", |stream: corering_net::TcpStream| async move {
+///     let (res, buf) = stream.read_owned(vec![0u8; 512].into_boxed_slice()).await;
 ///     if let Ok(n) = res {
-///         let _ = stream.write_all(runtime::buf::IoBuf::slice(buf, ..n)).await;
+///         let _ = stream.write_all_owned(runtime::buf::IoBuf::slice(buf, ..n)).await;
 ///     }
 /// })?;
 /// println!("serving on {}", server.local_addr());
@@ -55,7 +55,7 @@ where
     F: Future<Output = ()> + 'static,
 {
     let cores = runtime::core_count()
-        .ok_or_else(|| io::Error::other("net::serve called outside of a runtime"))?;
+        .ok_or_else(|| io::Error::other("corering_net::serve called outside of a runtime"))?;
     let mut addr = first_addr(&addr)?;
     let options = ListenOptions::new().reuse_port(true);
     let mut listeners = Vec::with_capacity(cores);

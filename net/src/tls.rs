@@ -19,9 +19,9 @@
 //! ```no_run
 //! use std::sync::Arc;
 //!
-//! use net::tls::rustls::pki_types::pem::PemObject;
-//! use net::tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-//! use net::tls::{rustls, TlsAcceptor};
+//! use corering_net::tls::rustls::pki_types::pem::PemObject;
+//! use corering_net::tls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+//! use corering_net::tls::{rustls, TlsAcceptor};
 //!
 //! # #[runtime::main]
 //! # async fn main() -> std::io::Result<()> {
@@ -38,7 +38,7 @@
 //!     .map_err(std::io::Error::other)?;
 //! config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
 //! let acceptor = TlsAcceptor::new(Arc::new(config));
-//! let listener = net::TcpListener::bind("127.0.0.1:8443")?;
+//! let listener = corering_net::TcpListener::bind("127.0.0.1:8443")?;
 //! let (stream, _peer) = listener.accept().await?;
 //! let tls = acceptor.accept(stream).await?;
 //! println!("ALPN: {:?}", tls.alpn_protocol());

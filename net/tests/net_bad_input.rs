@@ -1,4 +1,4 @@
-//! Bad input against the TLS acceptor and `net::hyper` servers: stalled, garbage and
+//! Bad input against the TLS acceptor and `corering_net::hyper` servers: stalled, garbage and
 //! misnamed handshakes; malformed HTTP/1.1 and HTTP/2; oversized headers; clients that
 //! reset mid-response. Each ends its connection with an error or the right status, and
 //! after a storm of them no task and no fd is left. One test alone in its binary, since
@@ -13,12 +13,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::fds::open_fds as fd_count;
 use common::tls::configs;
+use corering_net::tls::{TlsAcceptor, TlsConnector};
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
 use hyper::{Request, Response};
-use net::tls::{TlsAcceptor, TlsConnector};
-use net::{TcpListener, TcpStream};
 
 const H2: &[u8] = b"h2";
 const H1: &[u8] = b"http/1.1";
@@ -202,11 +202,11 @@ fn bad_input_ends_its_connection_and_leaks_nothing() {
         let tasks_before = runtime::stats().unwrap().tasks_alive;
         let fds_before = fd_count();
         let (server_cfg, _) = configs(&[H2, H1], &[H2]);
-        let plain = net::hyper::Builder::new()
+        let plain = corering_net::hyper::Builder::new()
             .serve_with("127.0.0.1:0", app())
             .unwrap();
         let acceptor = TlsAcceptor::new(server_cfg).handshake_timeout(Duration::from_millis(200));
-        let tls = net::hyper::Builder::new()
+        let tls = corering_net::hyper::Builder::new()
             .tls(acceptor)
             .serve_with("127.0.0.1:0", app())
             .unwrap();

@@ -13,8 +13,8 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use corering_net::{lookup_host, TcpListener, TcpStream, UdpSocket};
 use futures::channel::oneshot;
-use net::{lookup_host, TcpListener, TcpStream, UdpSocket};
 use runtime::time::{sleep, timeout};
 use runtime::JoinHandle;
 

@@ -16,8 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::fds::{direct, open_fds, table_slots_in_use};
+use corering_net::{ListenOptions, TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{ListenOptions, TcpListener, TcpStream};
 use runtime::time::{sleep, timeout};
 use runtime::Builder;
 
@@ -54,7 +54,7 @@ fn raise_nofile() -> libc::rlim_t {
 /// Echoes one chunk of `stream`, then waits for its end of stream.
 async fn echo_then_wait_eof(mut stream: TcpStream) -> std::io::Result<()> {
     let chunk = stream.read_chunk().await?;
-    let (res, _) = stream.write_all(chunk).await;
+    let (res, _) = stream.write_all_owned(chunk).await;
     res?;
     loop {
         if stream.read_chunk().await?.is_empty() {
@@ -191,7 +191,7 @@ fn a_full_table_is_survived_like_emfile() {
         assert_eq!(table_slots_in_use(), SLOTS as usize);
         // The held ones work; those the full table turned away were reset.
         for (i, s) in held.iter().enumerate() {
-            let (res, _) = s.write_all(vec![i as u8]).await;
+            let (res, _) = s.write_all_owned(vec![i as u8]).await;
             res.unwrap();
         }
         let mut served = 0;
@@ -246,7 +246,7 @@ fn into_std_of_a_direct_stream_works() {
         assert!(stream.is_direct());
         assert_eq!(open_fds(), fds + 1, "only the client holds an fd");
         assert_eq!(table_slots_in_use(), 1);
-        let (res, _) = stream.write_all(b"ring".to_vec()).await;
+        let (res, _) = stream.write_all_owned(b"ring".to_vec()).await;
         res.unwrap();
         let mut std_stream = stream.into_std().unwrap();
         assert_eq!(open_fds(), fds + 2, "the client and the installed fd");
@@ -310,7 +310,7 @@ fn options_and_raw_fds_of_direct_streams() {
         assert_eq!(stream.local_addr().unwrap(), addr);
         assert_eq!(open_fds(), fds + 2, "one fd installed, once");
         // Ops still name the index and work.
-        let (res, _) = stream.write_all(b"x".to_vec()).await;
+        let (res, _) = stream.write_all_owned(b"x".to_vec()).await;
         res.unwrap();
         drop(stream);
         drop(client);
@@ -347,10 +347,13 @@ fn bad_descriptors_give_errors() {
         let addr = listener.local_addr().unwrap();
         let client = std::net::TcpStream::connect(addr).unwrap();
         let stream = listener.incoming().next().await.unwrap().unwrap();
-        stream.shutdown(std::net::Shutdown::Both).await.unwrap();
-        let (res, _) = stream.write_all(b"late".to_vec()).await;
+        stream
+            .shutdown_socket(std::net::Shutdown::Both)
+            .await
+            .unwrap();
+        let (res, _) = stream.write_all_owned(b"late".to_vec()).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EPIPE));
-        let (res, _) = stream.read(vec![0u8; 8]).await;
+        let (res, _) = stream.read_owned(vec![0u8; 8]).await;
         assert_eq!(res.unwrap(), 0);
         drop((stream, client));
 
@@ -391,7 +394,7 @@ fn bad_descriptors_give_errors() {
     };
     let rt = Builder::new().build().unwrap();
     rt.block_on(async move {
-        let (res, _) = stream.write_all(b"gone".to_vec()).await;
+        let (res, _) = stream.write_all_owned(b"gone".to_vec()).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
         let err = stream.peer_addr().unwrap_err();
         assert!(err.to_string().contains("not on the core"), "{err}");

@@ -1,4 +1,4 @@
-//! `net::hyper`: a hyper HTTP/1 server and client on this runtime, talking over one
+//! `corering_net::hyper`: a hyper HTTP/1 server and client on this runtime, talking over one
 //! keep-alive connection (built with `--features hyper`).
 
 use std::cell::Cell;
@@ -7,11 +7,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use corering_net::hyper::{HyperExecutor, HyperIo, HyperTimer};
+use corering_net::TcpListener;
 use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
 use hyper::{client, server, service::service_fn, Request, Response};
-use net::hyper::{HyperExecutor, HyperIo, HyperTimer};
-use net::TcpListener;
 
 async fn hello(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let body = format!("hello {}", req.uri().path());
@@ -41,7 +41,7 @@ fn two_requests_on_one_connection() {
             }
         });
 
-        let stream = net::TcpStream::connect(addr).await.unwrap();
+        let stream = corering_net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, conn) = client::conn::http1::Builder::new()
             .handshake::<_, Full<Bytes>>(HyperIo::new(stream))
             .await

@@ -1,4 +1,4 @@
-//! `net::hyper::serve` and `Client`: HTTP/1.1 and h2c on one port on every core, connection
+//! `corering_net::hyper::serve` and `Client`: HTTP/1.1 and h2c on one port on every core, connection
 //! reuse, per-core services that are not `Send`, and graceful shutdown.
 
 use std::cell::Cell;
@@ -7,9 +7,9 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use corering_net::hyper::{from_hyper, Builder, Client};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::{service::service_fn, Request, Response, Version};
-use net::hyper::{from_hyper, Builder, Client};
 
 type Body = Full<Bytes>;
 
@@ -109,7 +109,7 @@ fn client_sends_request_bodies_and_reports_bad_uris() {
             let body = req.into_body().collect().await?.to_bytes();
             Ok::<_, hyper::Error>(Response::new(Body::new(body)))
         });
-        let server = net::hyper::serve("127.0.0.1:0", from_hyper(echo)).unwrap();
+        let server = corering_net::hyper::serve("127.0.0.1:0", from_hyper(echo)).unwrap();
         let client = Client::<Body>::new();
         let req = Request::post(format!("http://{}/echo", server.local_addr()))
             .body(Body::new(Bytes::from_static(b"the body")))
@@ -168,7 +168,7 @@ fn graceful_shutdown_finishes_in_flight_requests_and_stops_accepting() {
         }
         assert!(took < Duration::from_secs(5), "shutdown waited {took:?}");
         // The listeners are closed.
-        let err = net::TcpStream::connect(addr).await.unwrap_err();
+        let err = corering_net::TcpStream::connect(addr).await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
     });
 }

@@ -5,8 +5,8 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream, UnixStream};
 use futures::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-use net::{TcpListener, TcpStream, UnixStream};
 use runtime::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -44,7 +44,7 @@ fn an_owned_read_hands_out_what_async_read_buffered_first() {
             while got.len() < data.len() {
                 match round % 5 {
                     0 => {
-                        let (res, buf) = ours.read(vec![0u8; 7_000]).await;
+                        let (res, buf) = ours.read_owned(vec![0u8; 7_000]).await;
                         got.extend_from_slice(&buf[..res.unwrap()]);
                     }
                     1 => {
@@ -55,13 +55,13 @@ fn an_owned_read_hands_out_what_async_read_buffered_first() {
                     }
                     2 => got.extend_from_slice(&ours.read_chunk().await.unwrap()),
                     3 => {
-                        let (res, buf) = ours.read_buf(Vec::with_capacity(5_000)).await;
+                        let (res, buf) = ours.read_buf_owned(Vec::with_capacity(5_000)).await;
                         res.unwrap();
                         got.extend_from_slice(&buf);
                     }
                     _ => {
                         let want = (data.len() - got.len()).min(12_345);
-                        let (res, buf) = ours.read_exact(vec![0u8; want]).await;
+                        let (res, buf) = ours.read_exact_owned(vec![0u8; want]).await;
                         res.unwrap();
                         got.extend_from_slice(&buf);
                     }
@@ -95,13 +95,13 @@ fn an_owned_write_waits_for_the_write_behind_in_flight() {
             expect.extend_from_slice(&a);
             // An owned write right after: it must not overtake them.
             let b = vec![round ^ 0x80; 1_000_000];
-            let (res, _) = ours.write_all(b.clone()).await;
+            let (res, _) = ours.write_all_owned(b.clone()).await;
             res.unwrap();
             expect.extend_from_slice(&b);
             // Another write-behind, then a vectored owned write.
             let c = vec![round ^ 0x40; 1_000];
             AsyncWriteExt::write_all(&mut ours, &c).await.unwrap();
-            let (res, _) = ours.writev_all(vec![c.clone(), c.clone()]).await;
+            let (res, _) = ours.writev_all_owned(vec![c.clone(), c.clone()]).await;
             res.unwrap();
             expect.extend_from_slice(&c);
             expect.extend_from_slice(&c);
@@ -110,7 +110,9 @@ fn an_owned_write_waits_for_the_write_behind_in_flight() {
         // The owned shutdown waits for the write-behind too.
         AsyncWriteExt::write_all(&mut ours, b"tail").await.unwrap();
         expect.extend_from_slice(b"tail");
-        ours.shutdown(std::net::Shutdown::Write).await.unwrap();
+        ours.shutdown_socket(std::net::Shutdown::Write)
+            .await
+            .unwrap();
         let all = reader.join().unwrap().unwrap();
         assert_eq!(all.len(), expect.len());
         assert!(all == expect, "an owned write overtook a write-behind send");
@@ -127,17 +129,17 @@ fn unix_streams_mix_the_same_way() {
             AsyncWriteExt::write_all(&mut a, &sent[..100_000])
                 .await
                 .unwrap();
-            let (res, _) = a.write_all(sent[100_000..].to_vec()).await;
+            let (res, _) = a.write_all_owned(sent[100_000..].to_vec()).await;
             res.unwrap();
             AsyncWriteExt::close(&mut a).await.unwrap();
         });
         let mut head = [0u8; 1];
         AsyncReadExt::read_exact(&mut b, &mut head).await.unwrap();
-        let (res, rest) = b.read_exact(vec![0u8; data.len() - 1]).await;
+        let (res, rest) = b.read_exact_owned(vec![0u8; data.len() - 1]).await;
         res.unwrap();
         assert_eq!(head[0], data[0]);
         assert!(rest[..] == data[1..], "bytes out of order");
-        let (res, _) = b.read(vec![0u8; 16]).await;
+        let (res, _) = b.read_owned(vec![0u8; 16]).await;
         assert_eq!(res.unwrap(), 0, "end of stream after the data");
         writer.await.unwrap();
     });

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use net::{TcpListener, TcpStream};
+use corering_net::{TcpListener, TcpStream};
 use runtime::Builder;
 
 #[test]

@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 use runtime::buf::core_ring;
 use runtime::time::{sleep, timeout};
 use runtime::Builder;
@@ -47,7 +47,7 @@ async fn echo_chunks(mut stream: TcpStream, behind: bool) -> io::Result<u64> {
         if behind {
             stream.write_chunk(chunk).await?;
         } else {
-            let (res, _) = stream.write_all(chunk).await;
+            let (res, _) = stream.write_all_owned(chunk).await;
             res?;
         }
     }

@@ -4,9 +4,9 @@
 
 use std::net::SocketAddr;
 
+use corering_net::{TcpListener, TcpStream, UnixStream};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream, UnixStream};
 use runtime::Runtime;
 
 /// A connected pair of TCP streams on loopback.
@@ -31,10 +31,10 @@ fn both_styles_without_qualified_calls() {
     Runtime::new().unwrap().block_on(async {
         let (mut a, mut b) = pair().await;
         // Owned buffers: inherent methods.
-        let (res, _) = a.write_all(b"hello".to_vec()).await;
+        let (res, _) = a.write_all_owned(b"hello".to_vec()).await;
         res.unwrap();
         assert_eq!(echo_via_ext(&mut b).await.unwrap(), 5);
-        let (res, buf) = a.read_exact(vec![0u8; 5]).await;
+        let (res, buf) = a.read_exact_owned(vec![0u8; 5]).await;
         res.unwrap();
         assert_eq!(buf, b"hello");
         // futures-io on a binding, through `&mut`.
@@ -53,7 +53,7 @@ fn write_all_from_borrowed_data() {
         let (a, b) = pair().await;
         let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
         let reader = runtime::spawn_local(async move {
-            let (res, buf) = b.read_exact(vec![0u8; 200_001]).await;
+            let (res, buf) = b.read_exact_owned(vec![0u8; 200_001]).await;
             res.unwrap();
             buf
         });
@@ -74,11 +74,11 @@ fn writev_all_sends_everything_in_order() {
         let bufs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i; 1 << 20]).collect();
         let total = 8 << 20;
         let reader = runtime::spawn_local(async move {
-            let (res, buf) = b.read_exact(vec![0u8; total]).await;
+            let (res, buf) = b.read_exact_owned(vec![0u8; total]).await;
             res.unwrap();
             buf
         });
-        let (res, back) = a.writev_all(bufs).await;
+        let (res, back) = a.writev_all_owned(bufs).await;
         res.unwrap();
         assert_eq!(back.len(), 8);
         assert!(back.iter().all(|b| b.len() == 1 << 20));
@@ -90,7 +90,7 @@ fn writev_all_sends_everything_in_order() {
             );
         }
         // Nothing to send: done at once.
-        let (res, back) = a.writev_all(vec![Vec::<u8>::new()]).await;
+        let (res, back) = a.writev_all_owned(vec![Vec::<u8>::new()]).await;
         res.unwrap();
         assert_eq!(back.len(), 1);
     });
@@ -101,17 +101,19 @@ fn owned_write_half_has_writev_writev_all_and_send_zc() {
     Runtime::new().unwrap().block_on(async {
         let (a, b) = pair().await;
         let (_rd, wr) = a.into_split();
-        let (res, _) = wr.writev(vec![b"ab".to_vec(), b"cd".to_vec()]).await;
+        let (res, _) = wr.writev_owned(vec![b"ab".to_vec(), b"cd".to_vec()]).await;
         assert_eq!(res.unwrap(), 4);
-        let (res, _) = wr.writev_all(vec![b"ef".to_vec(), b"gh".to_vec()]).await;
+        let (res, _) = wr
+            .writev_all_owned(vec![b"ef".to_vec(), b"gh".to_vec()])
+            .await;
         res.unwrap();
         match wr.send_zc(b"ij".to_vec()).await {
             (Ok(n), _) => assert_eq!(n, 2),
             // Before Linux 6.0 there is no zero-copy send: send it plainly instead.
-            (Err(_), buf) => wr.write_all(buf).await.0.unwrap(),
+            (Err(_), buf) => wr.write_all_owned(buf).await.0.unwrap(),
         }
         wr.write_all_from(b"kl").await.unwrap();
-        let (res, buf) = b.read_exact(vec![0u8; 12]).await;
+        let (res, buf) = b.read_exact_owned(vec![0u8; 12]).await;
         res.unwrap();
         assert_eq!(buf, b"abcdefghijkl");
     });
@@ -164,10 +166,10 @@ mod tokio_io {
             let (mut rd, mut wr) = a.split();
             wr.write_all(b"tok").await.unwrap();
             wr.flush().await.unwrap();
-            let (res, buf) = b.read_exact(vec![0u8; 3]).await;
+            let (res, buf) = b.read_exact_owned(vec![0u8; 3]).await;
             res.unwrap();
             assert_eq!(buf, b"tok");
-            let (res, _) = b.write_all(b"io".to_vec()).await;
+            let (res, _) = b.write_all_owned(b"io".to_vec()).await;
             res.unwrap();
             let mut got = [0u8; 2];
             rd.read_exact(&mut got).await.unwrap();
@@ -185,31 +187,33 @@ fn unix_stream_seams() {
     Runtime::new().unwrap().block_on(async {
         let (mut a, b) = UnixStream::pair().unwrap();
         a.write_all_from(b"one").await.unwrap();
-        let (res, _) = a.writev_all(vec![b"two".to_vec(), b"three".to_vec()]).await;
+        let (res, _) = a
+            .writev_all_owned(vec![b"two".to_vec(), b"three".to_vec()])
+            .await;
         res.unwrap();
-        let (res, buf) = b.read_exact(vec![0u8; 11]).await;
+        let (res, buf) = b.read_exact_owned(vec![0u8; 11]).await;
         res.unwrap();
         assert_eq!(buf, b"onetwothree");
         {
             let (mut rd, mut wr) = UnixStream::split(&mut a);
             wr.write_all(b"split").await.unwrap();
             wr.flush().await.unwrap();
-            let (res, buf) = b.read_exact(vec![0u8; 5]).await;
+            let (res, buf) = b.read_exact_owned(vec![0u8; 5]).await;
             res.unwrap();
             assert_eq!(buf, b"split");
-            let (res, _) = b.write_all(b"back".to_vec()).await;
+            let (res, _) = b.write_all_owned(b"back".to_vec()).await;
             res.unwrap();
             let mut got = [0u8; 4];
             rd.read_exact(&mut got).await.unwrap();
             assert_eq!(&got, b"back");
         }
         let (_rd, wr) = a.into_split();
-        let (res, _) = wr.writev(vec![b"h".to_vec(), b"alf".to_vec()]).await;
+        let (res, _) = wr.writev_owned(vec![b"h".to_vec(), b"alf".to_vec()]).await;
         assert_eq!(res.unwrap(), 4);
         wr.write_all_from(b"!").await.unwrap();
-        let (res, _) = wr.writev_all(vec![b"?".to_vec()]).await;
+        let (res, _) = wr.writev_all_owned(vec![b"?".to_vec()]).await;
         res.unwrap();
-        let (res, buf) = b.read_exact(vec![0u8; 6]).await;
+        let (res, buf) = b.read_exact_owned(vec![0u8; 6]).await;
         res.unwrap();
         assert_eq!(buf, b"half!?");
     });
@@ -236,30 +240,30 @@ fn incoming_with_addr_yields_peer_addresses() {
 #[test]
 fn read_buf_appends_after_the_vec_length() {
     runtime::Runtime::new().unwrap().block_on(async {
-        let listener = net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = corering_net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let client = runtime::spawn_local(net::TcpStream::connect(addr));
+        let client = runtime::spawn_local(corering_net::TcpStream::connect(addr));
         let (server, _) = listener.accept().await.unwrap();
         let client = client.await.unwrap().unwrap();
 
-        let (res, _) = client.write_all(b"hello".to_vec()).await;
+        let (res, _) = client.write_all_owned(b"hello".to_vec()).await;
         res.unwrap();
         let mut buf = Vec::with_capacity(64);
         buf.extend_from_slice(b">> ");
         let mut n = 0;
         while n < 5 {
-            let (res, b) = server.read_buf(buf).await;
+            let (res, b) = server.read_buf_owned(buf).await;
             n += res.unwrap();
             buf = b;
         }
         assert_eq!(buf, b">> hello");
 
         // Reused as it is: the next bytes go after the first ones.
-        let (res, _) = client.write_all(b" world".to_vec()).await;
+        let (res, _) = client.write_all_owned(b" world".to_vec()).await;
         res.unwrap();
         let mut n = 0;
         while n < 6 {
-            let (res, b) = server.read_buf(buf).await;
+            let (res, b) = server.read_buf_owned(buf).await;
             n += res.unwrap();
             buf = b;
         }
@@ -268,9 +272,9 @@ fn read_buf_appends_after_the_vec_length() {
         // A full Vec gets room reserved instead of a zero-length read.
         let mut full = b"xy".to_vec();
         full.shrink_to_fit();
-        let (res, _) = client.write_all(b"!".to_vec()).await;
+        let (res, _) = client.write_all_owned(b"!".to_vec()).await;
         res.unwrap();
-        let (res, full) = server.read_buf(full).await;
+        let (res, full) = server.read_buf_owned(full).await;
         assert_eq!(res.unwrap(), 1);
         assert_eq!(full, b"xy!");
     });

@@ -1,4 +1,4 @@
-//! `net::serve`: one SO_REUSEPORT listener per core, connections handled where accepted.
+//! `corering_net::serve`: one SO_REUSEPORT listener per core, connections handled where accepted.
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -12,16 +12,18 @@ fn every_core_serves_and_handles_its_own_connections() {
     let seen = Arc::new(Mutex::new(HashSet::new()));
     rt.block_on(async {
         let s = seen.clone();
-        let server = net::serve("127.0.0.1:0", move |stream: net::TcpStream| {
+        let server = corering_net::serve("127.0.0.1:0", move |stream: corering_net::TcpStream| {
             let s = s.clone();
             async move {
                 let core = runtime::current_core().unwrap();
                 s.lock().unwrap().insert(core);
-                let (res, buf) = stream.read_exact(vec![0u8; 8].into_boxed_slice()).await;
+                let (res, buf) = stream
+                    .read_exact_owned(vec![0u8; 8].into_boxed_slice())
+                    .await;
                 res.unwrap();
                 let mut reply = buf.to_vec();
                 reply.push(core as u8);
-                let (res, _) = stream.write_all(reply).await;
+                let (res, _) = stream.write_all_owned(reply).await;
                 res.unwrap();
             }
         })
@@ -56,6 +58,6 @@ fn every_core_serves_and_handles_its_own_connections() {
 
 #[test]
 fn serve_outside_a_runtime_is_an_error() {
-    let e = net::serve("127.0.0.1:0", |_s: net::TcpStream| async {}).unwrap_err();
+    let e = corering_net::serve("127.0.0.1:0", |_s: corering_net::TcpStream| async {}).unwrap_err();
     assert!(e.to_string().contains("outside of a runtime"), "{e}");
 }

@@ -12,8 +12,8 @@ use std::pin::pin;
 use std::time::Duration;
 
 use common::fds::{direct, open_fds, table_slots_in_use};
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 
 /// The fds one accepted connection holds: none as a direct descriptor.
 fn accepted_fds() -> usize {
@@ -79,7 +79,7 @@ async fn dropped_pending_read() {
     {
         let client = TcpStream::connect(addr).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        let mut read = pin!(server.read(vec![0u8; 64]));
+        let mut read = pin!(server.read_owned(vec![0u8; 64]));
         poll_once(&mut read).await;
         drop(client);
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 use runtime::buf::IoBuf;
 use runtime::time::timeout;
 
@@ -16,9 +16,11 @@ const THREADS: usize = 8;
 const MSG: usize = 128;
 
 async fn echo_once(stream: TcpStream) -> io::Result<()> {
-    let (res, buf) = stream.read_exact(vec![0u8; MSG].into_boxed_slice()).await;
+    let (res, buf) = stream
+        .read_exact_owned(vec![0u8; MSG].into_boxed_slice())
+        .await;
     res?;
-    let (res, _) = stream.write_all(buf).await;
+    let (res, _) = stream.write_all_owned(buf).await;
     res
 }
 
@@ -88,9 +90,9 @@ async fn incoming_and_accept_on_one_listener() {
         .unwrap()
         .unwrap();
     assert_eq!(peer, c2.local_addr().unwrap());
-    let (res, _) = c2.write_all(b"ok".as_slice()).await;
+    let (res, _) = c2.write_all_owned(b"ok".as_slice()).await;
     res.unwrap();
-    let (res, buf) = s2.read_exact(vec![0u8; 2].into_boxed_slice()).await;
+    let (res, buf) = s2.read_exact_owned(vec![0u8; 2].into_boxed_slice()).await;
     res.unwrap();
     assert_eq!(&buf[..], b"ok");
     let _ = buf.slice(..1);

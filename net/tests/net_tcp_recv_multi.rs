@@ -4,8 +4,8 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 use runtime::buf::BufRing;
 
 /// A std client thread that sends `chunks` chunks of `size` bytes (byte i = i % 251), then

@@ -5,8 +5,8 @@ use std::net::{Shutdown, SocketAddr};
 use std::thread;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
-use net::{TcpListener, TcpStream};
 use runtime::buf::IoBuf;
 use runtime::time::timeout;
 
@@ -17,12 +17,12 @@ async fn echo(stream: TcpStream) -> io::Result<u64> {
     let mut buf = vec![0u8; 4096];
     let mut total = 0;
     loop {
-        let (res, b) = stream.read(buf).await;
+        let (res, b) = stream.read_owned(buf).await;
         let n = res?;
         if n == 0 {
             return Ok(total);
         }
-        let (res, b) = stream.write_all(b.slice(..n)).await;
+        let (res, b) = stream.write_all_owned(b.slice(..n)).await;
         res?;
         buf = b.into_inner();
         total += n as u64;
@@ -55,17 +55,17 @@ async fn echo_round_trip(bind: &str) {
     let client = TcpStream::connect(addr).await.unwrap();
     assert_eq!(client.peer_addr().unwrap(), addr);
     let msg: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
-    let (res, msg) = client.write_all(msg).await;
+    let (res, msg) = client.write_all_owned(msg).await;
     res.unwrap();
     let (res, back) = client
-        .read_exact(vec![0u8; msg.len()].into_boxed_slice())
+        .read_exact_owned(vec![0u8; msg.len()].into_boxed_slice())
         .await;
     res.unwrap();
     assert_eq!(&back[..], &msg[..]);
-    client.shutdown(Shutdown::Write).await.unwrap();
+    client.shutdown_socket(Shutdown::Write).await.unwrap();
     assert_eq!(server.await.unwrap().unwrap(), msg.len() as u64);
     // The server closed: end of stream.
-    let (res, _) = client.read(vec![0u8; 16]).await;
+    let (res, _) = client.read_owned(vec![0u8; 16]).await;
     assert_eq!(res.unwrap(), 0);
 }
 
@@ -136,12 +136,12 @@ async fn bad_input_gives_errors() {
 
     // Zero-length reads and writes answer at once.
     let client = TcpStream::connect(addr).await.unwrap();
-    let (res, buf) = client.read(Vec::new()).await;
+    let (res, buf) = client.read_owned(Vec::new()).await;
     assert_eq!(res.unwrap(), 0);
     assert_eq!(buf.capacity(), 0);
-    let (res, _) = client.read(vec![0u8; 8].slice(8..)).await;
+    let (res, _) = client.read_owned(vec![0u8; 8].slice(8..)).await;
     assert_eq!(res.unwrap(), 0);
-    let (res, _) = client.write(Vec::new()).await;
+    let (res, _) = client.write_owned(Vec::new()).await;
     assert_eq!(res.unwrap(), 0);
 }
 
@@ -152,23 +152,27 @@ async fn half_close() {
     let client = TcpStream::connect(addr).await.unwrap();
     let (server, _) = listener.accept().await.unwrap();
 
-    let (res, _) = client.write_all(b"request".as_slice()).await;
+    let (res, _) = client.write_all_owned(b"request".as_slice()).await;
     res.unwrap();
-    client.shutdown(Shutdown::Write).await.unwrap();
+    client.shutdown_socket(Shutdown::Write).await.unwrap();
     // Writing after the shutdown is the kernel's EPIPE, not a SIGPIPE.
-    let (res, _) = client.write(b"more".as_slice()).await;
+    let (res, _) = client.write_owned(b"more".as_slice()).await;
     assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
 
-    let (res, req) = server.read_exact(vec![0u8; 7].into_boxed_slice()).await;
+    let (res, req) = server
+        .read_exact_owned(vec![0u8; 7].into_boxed_slice())
+        .await;
     res.unwrap();
     assert_eq!(&req[..], b"request");
-    let (res, _) = server.read(vec![0u8; 16]).await;
+    let (res, _) = server.read_owned(vec![0u8; 16]).await;
     assert_eq!(res.unwrap(), 0, "the peer reads end of stream");
     // The other direction still works.
-    let (res, _) = server.write_all(b"response".as_slice()).await;
+    let (res, _) = server.write_all_owned(b"response".as_slice()).await;
     res.unwrap();
     drop(server);
-    let (res, resp) = client.read_exact(vec![0u8; 8].into_boxed_slice()).await;
+    let (res, resp) = client
+        .read_exact_owned(vec![0u8; 8].into_boxed_slice())
+        .await;
     res.unwrap();
     assert_eq!(&resp[..], b"response");
 }
@@ -179,7 +183,7 @@ async fn peer_reset_is_an_error() {
     let addr = listener.local_addr().unwrap();
     let peer = std::net::TcpStream::connect(addr).unwrap();
     let (server, _) = listener.accept().await.unwrap();
-    let (res, _) = server.write_all(b"hi".as_slice()).await;
+    let (res, _) = server.write_all_owned(b"hi".as_slice()).await;
     res.unwrap();
     // SO_LINGER 0 makes close send an RST.
     socket2::SockRef::from(&peer)
@@ -188,12 +192,12 @@ async fn peer_reset_is_an_error() {
     drop(peer);
     runtime::time::sleep(Duration::from_millis(20)).await;
 
-    let (res, _) = server.read(vec![0u8; 16]).await;
+    let (res, _) = server.read_owned(vec![0u8; 16]).await;
     assert_eq!(res.unwrap_err().kind(), ErrorKind::ConnectionReset);
     // Writes fail too (EPIPE with MSG_NOSIGNAL; no SIGPIPE kills the test).
     let mut failed = None;
     for _ in 0..100 {
-        let (res, _) = server.write(vec![7u8; 1024]).await;
+        let (res, _) = server.write_owned(vec![7u8; 1024]).await;
         if let Err(e) = res {
             failed = Some(e);
             break;
@@ -221,9 +225,11 @@ async fn accepted_streams_outlive_listener() {
         ErrorKind::ConnectionRefused
     );
     let task = runtime::spawn_local(echo(server));
-    let (res, _) = client.write_all(b"still here".as_slice()).await;
+    let (res, _) = client.write_all_owned(b"still here".as_slice()).await;
     res.unwrap();
-    let (res, back) = client.read_exact(vec![0u8; 10].into_boxed_slice()).await;
+    let (res, back) = client
+        .read_exact_owned(vec![0u8; 10].into_boxed_slice())
+        .await;
     res.unwrap();
     assert_eq!(&back[..], b"still here");
     drop(client);
@@ -305,7 +311,7 @@ async fn halves_reunite_and_options() {
     let (br, bw) = b.into_split();
     assert_eq!(ar.local_addr().unwrap(), aw.local_addr().unwrap());
     let err = ar.reunite(bw).unwrap_err();
-    let net::ReuniteError(ar, bw) = err;
+    let corering_net::ReuniteError(ar, bw) = err;
     let a = ar.reunite(aw).unwrap();
     assert!(a.nodelay().unwrap());
     let _b = br.reunite(bw).unwrap();
@@ -322,7 +328,7 @@ async fn std_conversions() {
     let (server, peer) = listener.accept().await.unwrap();
     assert_eq!(peer, std_client.local_addr().unwrap());
     let client = TcpStream::from_std(std_client).unwrap();
-    let (res, _) = client.write_all(b"x".as_slice()).await;
+    let (res, _) = client.write_all_owned(b"x".as_slice()).await;
     res.unwrap();
     let mut std_server = server.into_std().unwrap();
     let mut one = [0u8; 1];

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use net::{TcpListener, TcpStream};
+use corering_net::{TcpListener, TcpStream};
 
 async fn pair() -> (TcpStream, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -15,7 +15,7 @@ async fn pair() -> (TcpStream, TcpStream) {
 async fn writev_then_readv_keeps_order() {
     let (a, b) = pair().await;
     let bufs = vec![b"hello ".to_vec(), b"vectored ".to_vec(), b"world".to_vec()];
-    let (res, bufs) = a.writev(bufs).await;
+    let (res, bufs) = a.writev_owned(bufs).await;
     assert_eq!(res.unwrap(), 20);
     assert_eq!(bufs.len(), 3);
     let mut got = Vec::new();
@@ -24,7 +24,7 @@ async fn writev_then_readv_keeps_order() {
             vec![0u8; 4].into_boxed_slice(),
             vec![0u8; 30].into_boxed_slice(),
         ];
-        let (res, parts) = b.readv(parts).await;
+        let (res, parts) = b.readv_owned(parts).await;
         let n = res.unwrap();
         assert!(n > 0);
         let flat: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
@@ -32,9 +32,9 @@ async fn writev_then_readv_keeps_order() {
     }
     assert_eq!(&got, b"hello vectored world");
     // Empty buffers are answered at once.
-    let (res, _) = b.readv(Vec::<Vec<u8>>::new()).await;
+    let (res, _) = b.readv_owned(Vec::<Vec<u8>>::new()).await;
     assert_eq!(res.unwrap(), 0);
-    let (res, _) = a.writev(vec![Vec::<u8>::new()]).await;
+    let (res, _) = a.writev_owned(vec![Vec::<u8>::new()]).await;
     assert_eq!(res.unwrap(), 0);
 }
 
@@ -43,7 +43,9 @@ async fn send_zc_delivers_a_large_buffer_and_gives_it_back() {
     let (a, b) = pair().await;
     let data: Vec<u8> = (0..1 << 20).map(|i| (i % 253) as u8).collect();
     let reader = runtime::spawn_local(async move {
-        let (res, buf) = b.read_exact(vec![0u8; 1 << 20].into_boxed_slice()).await;
+        let (res, buf) = b
+            .read_exact_owned(vec![0u8; 1 << 20].into_boxed_slice())
+            .await;
         res.unwrap();
         buf
     });

@@ -1,4 +1,4 @@
-//! `net::tls`: handshakes with ALPN, the TLS stream through the futures and tokio traits and
+//! `corering_net::tls`: handshakes with ALPN, the TLS stream through the futures and tokio traits and
 //! hyper (HTTP/2 and HTTP/1.1 by ALPN, served and fetched with connection reuse). The
 //! handshakes that must fail are in `net_bad_input`, which counts fds alone in its binary.
 
@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::tls::configs;
+use corering_net::tls::{TlsAcceptor, TlsConnector};
+use corering_net::{TcpListener, TcpStream};
 use futures::{AsyncReadExt, AsyncWriteExt};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::{service::service_fn, Request, Response, Version};
-use net::tls::{TlsAcceptor, TlsConnector};
-use net::{TcpListener, TcpStream};
 
 const H2: &[u8] = b"h2";
 const H1: &[u8] = b"http/1.1";
@@ -71,14 +71,15 @@ fn hyper_over_tls_h2_and_http1_by_alpn_with_reuse() {
                 let body = format!("{:?} {}", req.version(), req.uri().path());
                 Ok::<_, std::convert::Infallible>(Response::new(Full::new(Bytes::from(body))))
             });
-            let server = net::hyper::Builder::new()
+            let server = corering_net::hyper::Builder::new()
                 .tls(TlsAcceptor::new(server_cfg))
-                .serve("127.0.0.1:0", net::hyper::from_hyper(hello))
+                .serve("127.0.0.1:0", corering_net::hyper::from_hyper(hello))
                 .unwrap();
             let port = server.local_addr().port();
-            let client: net::hyper::Client<Empty<Bytes>> = net::hyper::Client::builder()
-                .tls(TlsConnector::new(client_cfg))
-                .build();
+            let client: corering_net::hyper::Client<Empty<Bytes>> =
+                corering_net::hyper::Client::builder()
+                    .tls(TlsConnector::new(client_cfg))
+                    .build();
             for i in 0..5 {
                 let uri = format!("https://localhost:{port}/{i}").parse().unwrap();
                 let res = client.get(uri).await.unwrap();

@@ -10,8 +10,8 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream, UnixStream};
 use futures::{SinkExt, StreamExt};
-use net::{TcpListener, TcpStream, UnixStream};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{Framed, LinesCodec};
 

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::pin::pin;
 use std::time::Duration;
 
-use net::UdpSocket;
+use corering_net::UdpSocket;
 use runtime::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -8,10 +8,10 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use corering_net::unix::SocketAddr;
+use corering_net::{UnixDatagram, UnixListener, UnixStream};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use futures::StreamExt;
-use net::unix::SocketAddr;
-use net::{UnixDatagram, UnixListener, UnixStream};
 use runtime::buf::IoBuf;
 use runtime::time::timeout;
 
@@ -45,12 +45,12 @@ async fn echo(stream: UnixStream) -> io::Result<u64> {
     let mut buf = vec![0u8; 4096];
     let mut total = 0;
     loop {
-        let (res, b) = stream.read(buf).await;
+        let (res, b) = stream.read_owned(buf).await;
         let n = res?;
         if n == 0 {
             return Ok(total);
         }
-        let (res, b) = stream.write_all(b.slice(..n)).await;
+        let (res, b) = stream.write_all_owned(b.slice(..n)).await;
         res?;
         buf = b.into_inner();
         total += n as u64;
@@ -86,13 +86,13 @@ async fn echo_through_incoming_200_clients() {
                     assert_eq!(stream.peer_addr()?.as_pathname(), Some(&*path));
                     assert!(stream.local_addr()?.is_unnamed());
                     let msg = format!("hello from client {i}").into_bytes();
-                    let (res, msg) = stream.write_all(msg).await;
+                    let (res, msg) = stream.write_all_owned(msg).await;
                     res?;
-                    let (res, back) = stream.read_exact(Vec::with_capacity(msg.len())).await;
+                    let (res, back) = stream.read_exact_owned(Vec::with_capacity(msg.len())).await;
                     res?;
                     assert_eq!(back, msg);
-                    stream.shutdown(Shutdown::Write).await?;
-                    let (res, _) = stream.read(vec![0u8; 8]).await;
+                    stream.shutdown_socket(Shutdown::Write).await?;
+                    let (res, _) = stream.read_owned(vec![0u8; 8]).await;
                     assert_eq!(res?, 0, "the server closes after end of stream");
                     io::Result::Ok(msg.len() as u64)
                 })
@@ -123,14 +123,14 @@ async fn accept_and_split() {
         let client = client.await.unwrap().unwrap();
 
         let (rd, wr) = server.into_split();
-        let (res, _) = client.write_all(b"abc".as_slice()).await;
+        let (res, _) = client.write_all_owned(b"abc".as_slice()).await;
         res.unwrap();
-        let (res, buf) = rd.read_exact(vec![0u8; 3]).await;
+        let (res, buf) = rd.read_exact_owned(vec![0u8; 3]).await;
         res.unwrap();
         assert_eq!(buf, b"abc");
-        let (res, _) = wr.write_all(b"xyz".as_slice()).await;
+        let (res, _) = wr.write_all_owned(b"xyz".as_slice()).await;
         res.unwrap();
-        let (res, buf) = client.read_exact(vec![0u8; 3]).await;
+        let (res, buf) = client.read_exact_owned(vec![0u8; 3]).await;
         res.unwrap();
         assert_eq!(buf, b"xyz");
 
@@ -152,10 +152,10 @@ async fn pair_round_trip() {
         assert!(b.peer_addr().unwrap().is_unnamed());
         let msg: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
         let reader = runtime::spawn_local(async move {
-            let (res, buf) = b.read_exact(Vec::with_capacity(100_000)).await;
+            let (res, buf) = b.read_exact_owned(Vec::with_capacity(100_000)).await;
             res.map(|()| buf)
         });
-        let (res, msg) = a.write_all(msg).await;
+        let (res, msg) = a.write_all_owned(msg).await;
         res.unwrap();
         assert_eq!(reader.await.unwrap().unwrap(), msg);
         drop(a);
@@ -302,9 +302,9 @@ async fn abstract_addresses() {
     timeout(LIMIT, async {
         let client = UnixStream::connect_addr(&addr).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        let (res, _) = client.write_all(b"abstract".as_slice()).await;
+        let (res, _) = client.write_all_owned(b"abstract".as_slice()).await;
         res.unwrap();
-        let (res, buf) = server.read_exact(vec![0u8; 8]).await;
+        let (res, buf) = server.read_exact_owned(vec![0u8; 8]).await;
         res.unwrap();
         assert_eq!(buf, b"abstract");
     })
@@ -361,7 +361,7 @@ async fn std_round_trip() {
     let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
     let a = UnixStream::from_std(a).unwrap();
     timeout(LIMIT, async {
-        let (res, _) = a.write_all(b"std".as_slice()).await;
+        let (res, _) = a.write_all_owned(b"std".as_slice()).await;
         res.unwrap();
         let mut b = b;
         let mut buf = [0u8; 3];
@@ -370,7 +370,7 @@ async fn std_round_trip() {
         let a = a.into_std().unwrap();
         std::io::Write::write_all(&mut &a, b"back").unwrap();
         let b = UnixStream::from_std(b).unwrap();
-        let (res, buf) = b.read_exact(vec![0u8; 4]).await;
+        let (res, buf) = b.read_exact_owned(vec![0u8; 4]).await;
         res.unwrap();
         assert_eq!(buf, b"back");
     })

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::time::Duration;
 
+use corering_net::{UnixDatagram, UnixListener, UnixStream};
 use futures::StreamExt;
-use net::{UnixDatagram, UnixListener, UnixStream};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()

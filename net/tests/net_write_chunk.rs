@@ -11,8 +11,8 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream, UnixStream};
 use futures::io::AsyncWriteExt;
-use net::{TcpListener, TcpStream, UnixStream};
 use runtime::time::timeout;
 use runtime::Builder;
 

@@ -16,8 +16,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream, UnixStream};
 use futures::io::{AsyncWrite, AsyncWriteExt};
-use net::{TcpListener, TcpStream, UnixStream};
 use runtime::time::timeout;
 use runtime::Builder;
 
@@ -66,7 +66,7 @@ fn spawn_peer<S: Read + AsFd + Send + 'static>(
     (tx, thread::spawn(move || peer(sock, how, rx)))
 }
 
-/// Our side accepted by a `net::TcpListener` (a direct descriptor where the kernel has
+/// Our side accepted by a `corering_net::TcpListener` (a direct descriptor where the kernel has
 /// them: the socket's error is read through an fd installed for it), the peer connected.
 async fn tcp_accepted(how: Peer) -> (TcpStream, mpsc::Sender<()>, thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -243,7 +243,7 @@ fn unix_reset_is_reported_by_close() {
 }
 
 /// A received chunk to send on with `write_chunk`.
-async fn a_chunk() -> net::Chunk {
+async fn a_chunk() -> corering_net::Chunk {
     let (mut src, mut dst) = UnixStream::pair().unwrap();
     AsyncWriteExt::write_all(&mut src, &[7u8; 4096])
         .await
@@ -351,13 +351,13 @@ fn owned_write_all_reports_the_reset_not_write_zero() {
         let (s, go, peer) = tcp_accepted(Peer::Reset).await;
         go_soon(go);
         // Far more than the socket buffers hold: the send waits for room when the RST comes.
-        let (res, buf) = timeout(LIMIT, s.write_all(vec![3u8; 64 << 20]))
+        let (res, buf) = timeout(LIMIT, s.write_all_owned(vec![3u8; 64 << 20]))
             .await
             .unwrap();
         assert_eq!(buf.len(), 64 << 20);
         let err = res.expect_err("write_all to a reset peer");
         assert_gone(&err, "owned write_all");
-        let (res, _) = s.write_all(vec![3u8; 1024]).await;
+        let (res, _) = s.write_all_owned(vec![3u8; 1024]).await;
         assert_gone(&res.expect_err("again"), "owned write_all again");
         peer.join().unwrap();
     });
@@ -369,7 +369,7 @@ fn owned_writev_all_reports_the_reset_not_write_zero() {
         let (s, go, peer) = unix(Peer::Reset);
         go_soon(go);
         let bufs = vec![vec![4u8; 16 << 20], vec![5u8; 16 << 20]];
-        let (res, bufs) = timeout(LIMIT, s.writev_all(bufs)).await.unwrap();
+        let (res, bufs) = timeout(LIMIT, s.writev_all_owned(bufs)).await.unwrap();
         assert_eq!(bufs.len(), 2);
         let err = res.expect_err("writev_all to a gone peer");
         assert_gone(&err, "owned writev_all");

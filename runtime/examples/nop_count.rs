@@ -3,7 +3,7 @@
 //! leaves out start-up and shutdown.
 //!
 //! ```sh
-//! cargo build --release -p runtime --example nop_count
+//! cargo build --release -p corering-runtime --example nop_count
 //! for n in 100000 200000; do
 //!     valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$n \
 //!         target/release/examples/nop_count $n 2>&1 | grep 'refs'

@@ -3,7 +3,7 @@
 //! call timed, then the child waited for outside the timed part.
 //!
 //! ```sh
-//! cargo run --release -p runtime --example spawn_cost -- 2000
+//! cargo run --release -p corering-runtime --example spawn_cost -- 2000
 //! ```
 
 use std::time::{Duration, Instant};

@@ -29,13 +29,6 @@
 //! their operations on; ARCHITECTURE.md in the repository describes the loop, the op
 //! lifecycle and its safety rules, and thread-per-core.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(
-    missing_docs,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc
-)]
-
 #[cfg(not(target_os = "linux"))]
 compile_error!("this runtime is built on io_uring and runs on Linux only");
 

@@ -1,7 +1,7 @@
 //! The `#[main]` and `#[test]` attributes, which run an `async fn` on a
 //! fresh [`Runtime`](crate::Runtime).
 //!
-//! Both are implemented in the `runtime-macros` crate and re-exported here,
+//! Both are implemented in the `corering-macros` crate and re-exported here,
 //! so they are written `#[runtime::main]` and `#[runtime::test]`. Each one
 //! turns an `async fn` into an ordinary function that builds a runtime with
 //! [`Builder`](crate::Builder) and drives the function's body to completion
@@ -140,7 +140,7 @@
 /// The generated function panics with "failed to start the runtime" if the
 /// runtime cannot be built, for example when the kernel refuses to set up
 /// an `io_uring` instance.
-pub use runtime_macros::main;
+pub use corering_macros::main;
 
 /// Runs an `async fn` test on a fresh [`Runtime`](crate::Runtime).
 ///
@@ -208,4 +208,4 @@ pub use runtime_macros::main;
 ///
 /// The test panics with "failed to start the runtime" if the runtime
 /// cannot be built.
-pub use runtime_macros::test;
+pub use corering_macros::test;

@@ -91,7 +91,7 @@ fn stdin_and_stdout_pipes_carry_bytes_through_ring_ops() {
             let mut stdin = child.stdin.take().unwrap();
             let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
             let writer = runtime::spawn_local(async move {
-                stdin.write_all(&data).await?;
+                stdin.write_all_from(&data).await?;
                 Ok::<_, std::io::Error>(data)
             });
             let out = child.wait_with_output().await?;
@@ -177,7 +177,7 @@ fn writing_to_a_child_that_exited_is_an_error() {
         let mut stdin = child.stdin.take().unwrap();
         // Wait for the exit while keeping stdin open (wait closes child.stdin only).
         let _ = Command::new("sleep").arg("0.1").status().await;
-        let res = stdin.write_all(&[0u8; 100_000]).await;
+        let res = stdin.write_all_from(&[0u8; 100_000]).await;
         child.wait().await.unwrap();
         res.unwrap_err()
     });

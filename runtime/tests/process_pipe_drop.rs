@@ -53,7 +53,7 @@ fn bytes_written_before_a_drop_reach_cat_through_its_stdout() {
         let mut stdout = child.stdout.take().unwrap();
         let (_, out) = timeout(
             LIMIT,
-            futures::future::join(write_and_drop(stdin, &data, 100_003), stdout.read_to_end()),
+            futures::future::join(write_and_drop(stdin, &data, 100_003), stdout.read_to_vec()),
         )
         .await
         .expect("cat finishes");

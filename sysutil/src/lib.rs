@@ -4,12 +4,6 @@
 //! time and peak RSS from getrusage(2).
 //!
 //! Linux only, like the runtime, which keeps its own affinity code for its cores.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(
-    missing_docs,
-    clippy::undocumented_unsafe_blocks,
-    clippy::missing_safety_doc
-)]
 
 #[cfg(not(target_os = "linux"))]
 compile_error!(

@@ -12,8 +12,8 @@ use std::net::{Shutdown, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use corering_net::{TcpListener, TcpStream, UdpSocket, UnixStream};
 use futures::{FutureExt, StreamExt};
-use net::{TcpListener, TcpStream, UdpSocket, UnixStream};
 use runtime::time::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -150,18 +150,18 @@ async fn tcp_pair() -> (TcpStream, std::net::TcpStream) {
 fn zero_length_buffers_are_answered_not_submitted_wrongly() {
     run(async {
         let (ours, mut peer) = tcp_pair().await;
-        let (res, _) = ours.read_exact(Vec::new()).await;
+        let (res, _) = ours.read_exact_owned(Vec::new()).await;
         res.unwrap();
-        let (res, _) = ours.write_all(Vec::new()).await;
+        let (res, _) = ours.write_all_owned(Vec::new()).await;
         res.unwrap();
-        let (res, _) = ours.readv(Vec::<Vec<u8>>::new()).await;
+        let (res, _) = ours.readv_owned(Vec::<Vec<u8>>::new()).await;
         assert_eq!(res.unwrap(), 0);
-        let (res, _) = ours.readv(vec![Vec::new(), Vec::new()]).await;
+        let (res, _) = ours.readv_owned(vec![Vec::new(), Vec::new()]).await;
         assert_eq!(res.unwrap(), 0);
         let (res, _) = ours.send_zc(Vec::new()).await;
         assert_eq!(res.unwrap(), 0);
         // Nothing reached the peer: its first byte is the one sent now.
-        let (res, _) = ours.write(b"!".as_slice()).await;
+        let (res, _) = ours.write_owned(b"!".as_slice()).await;
         assert_eq!(res.unwrap(), 1);
         let mut one = [0u8; 1];
         peer.read_exact(&mut one).unwrap();
@@ -169,8 +169,8 @@ fn zero_length_buffers_are_answered_not_submitted_wrongly() {
 
         // A Unix stream answers the same way.
         let (a, _b) = UnixStream::pair().unwrap();
-        assert_eq!(a.read(Vec::new()).await.0.unwrap(), 0);
-        assert_eq!(a.write(Vec::new()).await.0.unwrap(), 0);
+        assert_eq!(a.read_owned(Vec::new()).await.0.unwrap(), 0);
+        assert_eq!(a.write_owned(Vec::new()).await.0.unwrap(), 0);
 
         // An empty datagram is a datagram: sent, and received as Ok(0) from its sender.
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -195,7 +195,7 @@ fn zero_length_buffers_are_answered_not_submitted_wrongly() {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f");
         std::fs::write(&path, b"data").unwrap();
-        let file = fs::OpenOptions::new()
+        let file = corering_fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
@@ -244,11 +244,11 @@ fn buffers_longer_than_u32_max_give_true_counts() {
         let (ours, mut peer) = tcp_pair().await;
         for len in [FOUR_GIB, FIVE_GIB] {
             peer.write_all(b"hello").unwrap();
-            let (res, buf) = ours.read(Vec::with_capacity(len)).await;
+            let (res, buf) = ours.read_owned(Vec::with_capacity(len)).await;
             assert_eq!(res.unwrap(), 5, "read with a {len}-byte buffer");
             assert_eq!(&buf[..], b"hello");
             peer.write_all(b"vec").unwrap();
-            let (res, bufs) = ours.readv(vec![Vec::with_capacity(len)]).await;
+            let (res, bufs) = ours.readv_owned(vec![Vec::with_capacity(len)]).await;
             assert_eq!(res.unwrap(), 3, "readv with a {len}-byte buffer");
             assert_eq!(&bufs[0][..], b"vec");
         }
@@ -265,13 +265,13 @@ fn buffers_longer_than_u32_max_give_true_counts() {
         });
         let mut sent = 0u64;
         for len in [FOUR_GIB, FIVE_GIB] {
-            let (res, buf) = ours.write(vec![0u8; len]).await;
+            let (res, buf) = ours.write_owned(vec![0u8; len]).await;
             let n = res.unwrap();
             assert!(n > 0 && n <= len, "wrote {n} of {len}");
             assert_eq!(buf.len(), len);
             sent += n as u64;
         }
-        ours.shutdown(Shutdown::Write).await.unwrap();
+        ours.shutdown_socket(Shutdown::Write).await.unwrap();
         assert_eq!(
             counter.join().unwrap(),
             sent,
@@ -289,17 +289,17 @@ fn buffers_longer_than_u32_max_give_true_counts() {
         assert_eq!(res.unwrap(), (5, a.local_addr().unwrap()));
         assert_eq!(&buf[..], b"dgram");
         let (ua, ub) = UnixStream::pair().unwrap();
-        let (res, _) = ua.write(vec![0u8; FIVE_GIB]).await;
+        let (res, _) = ua.write_owned(vec![0u8; FIVE_GIB]).await;
         let n = res.unwrap();
         assert!(n > 0 && n <= FIVE_GIB, "wrote {n}");
-        let (res, buf) = ub.read(Vec::with_capacity(FIVE_GIB)).await;
+        let (res, buf) = ub.read_owned(Vec::with_capacity(FIVE_GIB)).await;
         let m = res.unwrap();
         assert!(m > 0 && m <= n, "read {m} of {n}");
         assert!(buf.iter().all(|&c| c == 0) && buf.len() == m);
 
         // Files: /dev/null takes up to the kernel's MAX_RW_COUNT per write; write_all_at
         // loops to the end.
-        let null = fs::OpenOptions::new()
+        let null = corering_fs::OpenOptions::new()
             .write(true)
             .open("/dev/null")
             .await
@@ -313,7 +313,7 @@ fn buffers_longer_than_u32_max_give_true_counts() {
         null.close().await.unwrap();
         let path = std::env::temp_dir().join(format!("bad-input-big-{}", std::process::id()));
         std::fs::write(&path, b"small file").unwrap();
-        let file = fs::File::open(&path).await.unwrap();
+        let file = corering_fs::File::open(&path).await.unwrap();
         let (res, buf) = file.read_at(Vec::with_capacity(FOUR_GIB), 0).await;
         assert_eq!(res.unwrap(), 10);
         assert_eq!(&buf[..], b"small file");
@@ -337,12 +337,12 @@ fn buffers_longer_than_u32_max_give_true_counts() {
 fn too_many_iovecs_is_an_error() {
     run(async {
         let (ours, _peer) = tcp_pair().await;
-        let (res, bufs) = ours.writev(vec![vec![1u8; 1]; 1025]).await;
+        let (res, bufs) = ours.writev_owned(vec![vec![1u8; 1]; 1025]).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EMSGSIZE));
         assert_eq!(bufs.len(), 1025);
-        let (res, _) = ours.readv(vec![vec![0u8; 1]; 1025]).await;
+        let (res, _) = ours.readv_owned(vec![vec![0u8; 1]; 1025]).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EINVAL));
-        let null = fs::OpenOptions::new()
+        let null = corering_fs::OpenOptions::new()
             .write(true)
             .open("/dev/null")
             .await
@@ -411,20 +411,20 @@ fn sockets_used_after_shutdown_or_never_connected() {
     run(async {
         // After shutdown(Read): end of stream at once, even with bytes on the way.
         let (ours, mut peer) = tcp_pair().await;
-        ours.shutdown(Shutdown::Read).await.unwrap();
-        let (res, _) = ours.read(vec![0u8; 8]).await;
+        ours.shutdown_socket(Shutdown::Read).await.unwrap();
+        let (res, _) = ours.read_owned(vec![0u8; 8]).await;
         assert_eq!(res.unwrap(), 0);
         // After shutdown(Both): reads end, writes are EPIPE, a second shutdown is harmless.
-        ours.shutdown(Shutdown::Both).await.unwrap();
-        let (res, _) = ours.read(vec![0u8; 8]).await;
+        ours.shutdown_socket(Shutdown::Both).await.unwrap();
+        let (res, _) = ours.read_owned(vec![0u8; 8]).await;
         assert_eq!(res.unwrap(), 0);
-        let (res, _) = ours.write(b"x".as_slice()).await;
+        let (res, _) = ours.write_owned(b"x".as_slice()).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
-        let (res, _) = ours.writev(vec![b"x".to_vec()]).await;
+        let (res, _) = ours.writev_owned(vec![b"x".to_vec()]).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
         let (res, _) = ours.send_zc(b"x".to_vec()).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
-        let again = ours.shutdown(Shutdown::Both).await;
+        let again = ours.shutdown_socket(Shutdown::Both).await;
         assert!(
             again
                 .as_ref()
@@ -439,12 +439,12 @@ fn sockets_used_after_shutdown_or_never_connected() {
         let unconnected =
             socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         let s = TcpStream::from_std(unconnected.into()).unwrap();
-        let (res, _) = s.read(vec![0u8; 8]).await;
+        let (res, _) = s.read_owned(vec![0u8; 8]).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::NotConnected);
-        let (res, _) = s.write(b"x".as_slice()).await;
+        let (res, _) = s.write_owned(b"x".as_slice()).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
         assert_eq!(
-            s.shutdown(Shutdown::Write).await.unwrap_err().kind(),
+            s.shutdown_socket(Shutdown::Write).await.unwrap_err().kind(),
             ErrorKind::NotConnected
         );
         assert_eq!(s.peer_addr().unwrap_err().kind(), ErrorKind::NotConnected);
@@ -469,12 +469,12 @@ fn sockets_used_after_shutdown_or_never_connected() {
         // A Unix stream whose peer is gone: end of stream, then EPIPE.
         let (a, b) = UnixStream::pair().unwrap();
         drop(b);
-        assert_eq!(a.read(vec![0u8; 8]).await.0.unwrap(), 0);
-        let (res, _) = a.write(b"x".as_slice()).await;
+        assert_eq!(a.read_owned(vec![0u8; 8]).await.0.unwrap(), 0);
+        let (res, _) = a.write_owned(b"x".as_slice()).await;
         assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
 
         // Files: a full device is ENOSPC; reading a directory is EISDIR.
-        let full = fs::OpenOptions::new()
+        let full = corering_fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
             .await
@@ -483,7 +483,7 @@ fn sockets_used_after_shutdown_or_never_connected() {
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::ENOSPC));
         assert_eq!(buf.len(), 4096);
         full.close().await.unwrap();
-        let dir = fs::File::open(std::env::temp_dir()).await.unwrap();
+        let dir = corering_fs::File::open(std::env::temp_dir()).await.unwrap();
         let (res, _) = dir.read_at(vec![0u8; 8], 0).await;
         assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EISDIR));
         dir.close().await.unwrap();

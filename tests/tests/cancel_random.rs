@@ -22,9 +22,9 @@ use std::sync::Mutex;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use corering_net::{TcpListener, TcpStream};
 use futures::{Stream, StreamExt};
 use io_uring::{opcode, types};
-use net::{TcpListener, TcpStream};
 use runtime::buf::{BufRing, RingBuf};
 use runtime::driver::{Completable, Cqe, Op};
 use tests::quarantine::{self, Corruption};
@@ -112,7 +112,7 @@ struct Round {
     listener: TcpListener,
     /// Connects go here; an acceptor task takes and drops what arrives.
     connect_to: std::net::SocketAddr,
-    file: fs::File,
+    file: corering_fs::File,
     path: std::path::PathBuf,
     pipe: OwnedFd,
     counts: Shared,
@@ -227,7 +227,7 @@ async fn lane(i: usize, round: Rc<Round>, mut rng: Rng) {
         let tag = rng.below(OP_KINDS) as u8 + 1;
         match tag {
             READ => {
-                let out = drive(tag, p, &mut rng, &counts, || conn.read(vec![0u8; n])).await;
+                let out = drive(tag, p, &mut rng, &counts, || conn.read_owned(vec![0u8; n])).await;
                 if let Some((res, buf)) = out {
                     let got = res.expect("read of a live connection");
                     assert!(got > 0, "EOF on a live connection");
@@ -236,7 +236,10 @@ async fn lane(i: usize, round: Rc<Round>, mut rng: Rng) {
             }
             WRITE => {
                 let byte = payload_byte(rng.next_u64());
-                let out = drive(tag, p, &mut rng, &counts, || conn.write(vec![byte; n * 4])).await;
+                let out = drive(tag, p, &mut rng, &counts, || {
+                    conn.write_owned(vec![byte; n * 4])
+                })
+                .await;
                 if let Some((res, _)) = out {
                     assert!(res.expect("write to a live connection") > 0);
                 }
@@ -280,7 +283,7 @@ async fn lane(i: usize, round: Rc<Round>, mut rng: Rng) {
             TIMEOUT_READ => {
                 let d = Duration::from_micros(rng.below(2000));
                 let out = drive(tag, p, &mut rng, &counts, || {
-                    runtime::timeout(d, conn.read(vec![0u8; n]))
+                    runtime::timeout(d, conn.read_owned(vec![0u8; n]))
                 })
                 .await;
                 if let Some(Ok((res, buf))) = out {
@@ -320,7 +323,10 @@ async fn lane(i: usize, round: Rc<Round>, mut rng: Rng) {
                 }
             }
             FILE_OPEN => {
-                let out = drive(tag, p, &mut rng, &counts, || fs::File::open(&round.path)).await;
+                let out = drive(tag, p, &mut rng, &counts, || {
+                    corering_fs::File::open(&round.path)
+                })
+                .await;
                 if let Some(res) = out {
                     drop(res.expect("open"));
                 }
@@ -348,7 +354,7 @@ async fn peer(server: Rc<TcpStream>, mut rng: Rng) {
         let mut rng = Rng::new(rng.next_u64());
         runtime::spawn_local(async move {
             loop {
-                let (res, buf) = server.read(vec![0u8; 64 * 1024]).await;
+                let (res, buf) = server.read_owned(vec![0u8; 64 * 1024]).await;
                 match res {
                     Ok(0) | Err(_) => return,
                     Ok(n) => assert!(is_payload(&buf[..n]), "the peer got bytes never sent"),
@@ -361,7 +367,9 @@ async fn peer(server: Rc<TcpStream>, mut rng: Rng) {
     };
     loop {
         let n = rng.range(1, 16 * 1024) as usize;
-        let (res, _) = server.write(vec![payload_byte(rng.next_u64()); n]).await;
+        let (res, _) = server
+            .write_owned(vec![payload_byte(rng.next_u64()); n])
+            .await;
         if res.is_err() {
             break;
         }
@@ -428,7 +436,7 @@ fn run_round(seed: u64, round_no: u64, path: &std::path::Path, counts: &Shared) 
         let rings = (0..LANES)
             .map(|_| quarantine::tagged(RECV_MULTI, || BufRing::new(4, 2048).unwrap()))
             .collect();
-        let file = fs::File::open(&path).await.unwrap();
+        let file = corering_fs::File::open(&path).await.unwrap();
         let round = Rc::new(Round {
             conns,
             rings,

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 use runtime::time::{sleep, timeout};
 
 const CONNS: usize = 10_000;
@@ -22,12 +22,14 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 /// Echoes the 8-byte message once, counts it, then holds the connection until end of stream.
 async fn serve(stream: TcpStream, echoed: Rc<Cell<usize>>) -> std::io::Result<()> {
-    let (res, msg) = stream.read_exact(vec![0u8; 8].into_boxed_slice()).await;
+    let (res, msg) = stream
+        .read_exact_owned(vec![0u8; 8].into_boxed_slice())
+        .await;
     res?;
-    let (res, _) = stream.write_all(msg).await;
+    let (res, _) = stream.write_all_owned(msg).await;
     res?;
     echoed.set(echoed.get() + 1);
-    let (res, _) = stream.read(vec![0u8; 1]).await;
+    let (res, _) = stream.read_owned(vec![0u8; 1]).await;
     match res? {
         0 => Ok(()),
         n => Err(std::io::Error::other(format!("{n} unexpected bytes"))),

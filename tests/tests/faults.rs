@@ -10,8 +10,8 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
+use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
-use net::{TcpListener, TcpStream};
 use runtime::buf::IoBuf;
 use runtime::time::{sleep, timeout};
 use tests::Rng;
@@ -61,7 +61,7 @@ async fn slow_reader_backpressure() {
 
     let writer = Rc::new(writer);
     let w = writer.clone();
-    let task = runtime::spawn_local(async move { w.write_all(data).await });
+    let task = runtime::spawn_local(async move { w.write_all_owned(data).await });
 
     // Wait until the kernel takes no more: bytes queued on both sides stop growing.
     let mut queued = 0;
@@ -111,7 +111,7 @@ async fn slow_reader_backpressure() {
     let mut got = 0u64;
     let mut buf = vec![0u8; 1 << 20];
     while got < TOTAL as u64 {
-        let (res, b) = timeout(LIMIT, reader.read(buf))
+        let (res, b) = timeout(LIMIT, reader.read_owned(buf))
             .await
             .expect("read in time");
         let n = res.unwrap();
@@ -125,8 +125,8 @@ async fn slow_reader_backpressure() {
     let (res, data) = timeout(LIMIT, task).await.unwrap().unwrap();
     res.unwrap();
     assert_eq!(data.len(), TOTAL, "the buffer comes back whole");
-    writer.shutdown(Shutdown::Write).await.unwrap();
-    let (res, _) = reader.read(buf).await;
+    writer.shutdown_socket(Shutdown::Write).await.unwrap();
+    let (res, _) = reader.read_owned(buf).await;
     assert_eq!(res.unwrap(), 0, "nothing past the {TOTAL} bytes");
 }
 
@@ -136,18 +136,20 @@ async fn echo_then_trailer(stream: TcpStream) -> io::Result<u64> {
     let mut buf = vec![0u8; 16 << 10];
     let mut total = 0u64;
     loop {
-        let (res, b) = stream.read(buf).await;
+        let (res, b) = stream.read_owned(buf).await;
         let n = res?;
         if n == 0 {
             break;
         }
-        let (res, b) = stream.write_all(b.slice(..n)).await;
+        let (res, b) = stream.write_all_owned(b.slice(..n)).await;
         res?;
         buf = b.into_inner();
         total += n as u64;
     }
     // The read side is shut; the write side still works.
-    let (res, _) = stream.write_all(format!("END {total}").into_bytes()).await;
+    let (res, _) = stream
+        .write_all_owned(format!("END {total}").into_bytes())
+        .await;
     res?;
     Ok(total)
 }
@@ -184,19 +186,19 @@ async fn half_close_under_load() {
                         break;
                     }
                     let n = chunk.min(len - sent);
-                    let (res, _) = wr.write_all(bytes(start + sent as u64, n)).await;
+                    let (res, _) = wr.write_all_owned(bytes(start + sent as u64, n)).await;
                     res?;
                     sent += n;
                 }
-                wr.shutdown(Shutdown::Write).await?;
+                wr.shutdown_socket(Shutdown::Write).await?;
                 // Writing after the shutdown is EPIPE, not a signal.
-                let (res, _) = wr.write(b"late".as_slice()).await;
+                let (res, _) = wr.write_owned(b"late".as_slice()).await;
                 assert_eq!(res.unwrap_err().kind(), ErrorKind::BrokenPipe);
                 Ok::<_, io::Error>(())
             });
             let mut got = Vec::with_capacity(len + 32);
             loop {
-                let (res, buf) = rd.read(Vec::with_capacity(32 << 10)).await;
+                let (res, buf) = rd.read_owned(Vec::with_capacity(32 << 10)).await;
                 if res? == 0 {
                     break;
                 }
@@ -242,7 +244,7 @@ async fn peers_reset_or_close_while_reads_are_pending() {
         let peer = std::net::TcpStream::connect(addr).unwrap();
         let (stream, _) = listener.accept().await.unwrap();
         reads.push(runtime::spawn_local(async move {
-            let (res, _) = stream.read(vec![0u8; 4096]).await;
+            let (res, _) = stream.read_owned(vec![0u8; 4096]).await;
             (res, stream)
         }));
         peers.push((c % 2 == 0, peer));
@@ -272,7 +274,7 @@ async fn peers_reset_or_close_while_reads_are_pending() {
             // before the RST of a closed peer comes back).
             let mut err = None;
             for _ in 0..100 {
-                let (res, _) = stream.write(vec![1u8; 4096]).await;
+                let (res, _) = stream.write_owned(vec![1u8; 4096]).await;
                 if let Err(e) = res {
                     err = Some(e);
                     break;

@@ -8,8 +8,8 @@
 use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
+use corering_net::TcpStream;
 use futures::io::AsyncWriteExt;
-use net::TcpStream;
 use runtime::time::timeout;
 
 const TOTAL: usize = 32 << 20;
@@ -37,7 +37,7 @@ async fn peer_reset_mid_write_is_an_error_not_a_signal() {
 
     let stream = TcpStream::connect(addr).await.unwrap();
     let data: Vec<u8> = (0..TOTAL).map(|i| (i % 251) as u8).collect();
-    let (res, data) = timeout(Duration::from_secs(20), stream.write_all(data))
+    let (res, data) = timeout(Duration::from_secs(20), stream.write_all_owned(data))
         .await
         .expect("the write ends once the peer resets");
     let err = res.expect_err("32 MiB cannot all be taken by a peer that reset");
@@ -56,7 +56,7 @@ async fn peer_reset_mid_write_is_an_error_not_a_signal() {
     );
     // Later writes fail the same way; still no signal.
     for _ in 0..3 {
-        let (res, _) = stream.write(vec![0u8; 4096]).await;
+        let (res, _) = stream.write_owned(vec![0u8; 4096]).await;
         let err = res.unwrap_err();
         assert!(
             matches!(
@@ -68,7 +68,9 @@ async fn peer_reset_mid_write_is_an_error_not_a_signal() {
     }
     // The vectored write too (it once was IORING_OP_WRITEV, which raises SIGPIPE).
     for _ in 0..3 {
-        let (res, _) = stream.writev(vec![vec![1u8; 100], vec![2u8; 100]]).await;
+        let (res, _) = stream
+            .writev_owned(vec![vec![1u8; 100], vec![2u8; 100]])
+            .await;
         let err = res.unwrap_err();
         assert!(
             matches!(

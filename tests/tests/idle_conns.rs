@@ -46,7 +46,7 @@ struct Counts {
 
 /// One connection: echoes with the split halves' futures-io traits until end of stream.
 /// Fully qualified: the halves also have owned-buffer `write_all`, and tokio's traits.
-async fn echo(stream: net::TcpStream) -> io::Result<()> {
+async fn echo(stream: corering_net::TcpStream) -> io::Result<()> {
     let (mut r, mut w) = stream.into_split();
     loop {
         let data = AsyncBufReadExt::fill_buf(&mut r).await?;
@@ -111,7 +111,7 @@ fn serve(
 ) -> io::Result<()> {
     let rt = runtime::Builder::new().cores(1).build()?;
     rt.block_on(async move {
-        let listener = net::TcpListener::bind("127.0.0.1:0")?;
+        let listener = corering_net::TcpListener::bind("127.0.0.1:0")?;
         let _ = addr_tx.send(listener.local_addr()?);
         let mut incoming = listener.incoming();
         loop {

@@ -42,7 +42,7 @@ usage: axum-tokio [--runtime current|multi] [--workers N] [--host ADDR] [--port 
   -h, --help        this text
 ";
 
-/// How long a TLS handshake may take, as `net::tls::TlsAcceptor`'s default.
+/// How long a TLS handshake may take, as `corering_net::tls::TlsAcceptor`'s default.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// tokio's side of the handlers: `tokio::time::sleep` for the streaming route.

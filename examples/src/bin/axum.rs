@@ -1,4 +1,4 @@
-//! An axum 0.8 app on this runtime: axum's `Router` served by `net::hyper` on every core,
+//! An axum 0.8 app on this runtime: axum's `Router` served by `corering_net::hyper` on every core,
 //! HTTP/1.1 and HTTP/2 (h2c) on `--port`, HTTPS (h2 or http/1.1 by ALPN) on `--tls-port`.
 //! The routes are in `examples::axum_app` (`/`, `/json`, `/greet/{name}?times=N`, `/stats`,
 //! `/stream?chunks=N&ms=M`, `POST /echo`); `axum-tokio` serves the same handlers on tokio.
@@ -19,7 +19,7 @@
 //!   `limit::rate` (tokio's timer) and `buffer` (it spawns its worker with `tokio::spawn`)
 //!   layers: time out in the handler with `runtime::time::timeout`;
 //! - `axum::serve` itself (needs axum's `tokio` feature and a tokio `TcpListener`): serve
-//!   the `Router` with `net::hyper::serve` or `net::hyper::Builder::serve_with`, as here.
+//!   the `Router` with `corering_net::hyper::serve` or `corering_net::hyper::Builder::serve_with`, as here.
 //!
 //! What this app uses of axum and tower (routing, the `Path`, `Query`, `State` and `Bytes`
 //! extractors, `DefaultBodyLimit`, `Json`, `tower::util::MapRequestLayer`,
@@ -29,12 +29,12 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use corering_net::hyper::Builder;
+use corering_net::tls::TlsAcceptor;
 use examples::args::Args;
 use examples::axum_app::{self, Uring};
 use examples::tls::Identity;
 use futures::future::{self, Either, FutureExt};
-use net::hyper::Builder;
-use net::tls::TlsAcceptor;
 
 const USAGE: &str = "\
 axum: an axum 0.8 app on io_uring (HTTP/1.1, h2c, HTTPS with h2 or http/1.1 by ALPN)

@@ -86,7 +86,7 @@ fn parse_size(s: &str) -> Option<usize> {
 
 /// Copies `src` to `dst` (created or truncated); returns the bytes copied.
 async fn copy(src: &str, dst: &str, depth: usize, block: usize, splice: bool) -> io::Result<u64> {
-    let src_file = fs::File::open(src)
+    let src_file = corering_fs::File::open(src)
         .await
         .map_err(|e| context(e, "opening", src))?;
     let len = src_file
@@ -94,7 +94,7 @@ async fn copy(src: &str, dst: &str, depth: usize, block: usize, splice: bool) ->
         .await
         .map_err(|e| context(e, "reading", src))?
         .len();
-    let dst_file = fs::File::create(dst)
+    let dst_file = corering_fs::File::create(dst)
         .await
         .map_err(|e| context(e, "creating", dst))?;
     if splice {
@@ -108,8 +108,8 @@ async fn copy(src: &str, dst: &str, depth: usize, block: usize, splice: bool) ->
 
 /// Up to `depth` blocks in flight, each read into a buffer and written from it.
 async fn copy_buffered(
-    src: &fs::File,
-    dst: &fs::File,
+    src: &corering_fs::File,
+    dst: &corering_fs::File,
     len: u64,
     depth: usize,
     block: usize,
@@ -127,8 +127,8 @@ async fn copy_buffered(
 
 /// Up to `depth` blocks in flight, each spliced through a pipe of its own.
 async fn copy_spliced(
-    src: &fs::File,
-    dst: &fs::File,
+    src: &corering_fs::File,
+    dst: &corering_fs::File,
     len: u64,
     depth: usize,
     block: usize,
@@ -217,8 +217,8 @@ impl Pipe {
 /// Moves `n` bytes at `pos` of `src` into `pipe`, then out of it to `pos` of `dst`; `n` is at
 /// most the pipe's size, so the first splice never waits for the second.
 async fn splice_block(
-    src: &fs::File,
-    dst: &fs::File,
+    src: &corering_fs::File,
+    dst: &corering_fs::File,
     pipe: Pipe,
     pos: u64,
     n: usize,
@@ -278,8 +278,8 @@ fn context(e: io::Error, what: &str, path: &str) -> io::Error {
 
 /// Reads `n` bytes at `pos` of `src` into `buf` and writes them at `pos` of `dst`.
 async fn copy_block(
-    src: &fs::File,
-    dst: &fs::File,
+    src: &corering_fs::File,
+    dst: &corering_fs::File,
     buf: Box<[u8]>,
     pos: u64,
     n: usize,

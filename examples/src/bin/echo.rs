@@ -7,9 +7,9 @@
 use std::io;
 use std::net::SocketAddr;
 
+use corering_net::{ListenOptions, TcpListener, TcpStream};
 use examples::args::Args;
 use futures::StreamExt;
-use net::{ListenOptions, TcpListener, TcpStream};
 
 const USAGE: &str = "\
 echo: a multi-core TCP echo server on io_uring

@@ -1,4 +1,4 @@
-//! An HTTP client on `net::hyper::Client`: fetches URLs over HTTP/1.1, h2c
+//! An HTTP client on `corering_net::hyper::Client`: fetches URLs over HTTP/1.1, h2c
 //! (`--http2-prior-knowledge`) and HTTPS (h2 or http/1.1 by ALPN, rustls with `ring`),
 //! `-n` times each on one client, and says how many connections it opened (1 per origin when
 //! connections are reused).
@@ -13,18 +13,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use corering_net::hyper::Client;
+use corering_net::tls::{rustls, TlsConnector};
 use examples::args::Args;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request};
-use net::hyper::Client;
-use net::tls::{rustls, TlsConnector};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 const USAGE: &str = "\
-http-client: fetch URLs with net::hyper::Client on io_uring (HTTP/1.1, h2c, HTTPS)
+http-client: fetch URLs with corering_net::hyper::Client on io_uring (HTTP/1.1, h2c, HTTPS)
 
 usage: http-client [options] URL...
 

@@ -1,6 +1,6 @@
-//! An HTTP/1.1 server: hyper 1.x on this runtime through `net::hyper` (hyper's I/O traits on
-//! `net::TcpStream`, its timer on the runtime's timers). Keep-alive is on; every core accepts
-//! on its own `SO_REUSEPORT` listener (`net::serve`).
+//! An HTTP/1.1 server: hyper 1.x on this runtime through `corering_net::hyper` (hyper's I/O traits on
+//! `corering_net::TcpStream`, its timer on the runtime's timers). Keep-alive is on; every core accepts
+//! on its own `SO_REUSEPORT` listener (`corering_net::serve`).
 //!
 //! `cargo run --release -p examples --bin http -- --port 8080`, then
 //! `curl http://127.0.0.1:8080/` or `wrk -c 64 -d 5s http://127.0.0.1:8080/`. Ctrl-C stops it.
@@ -10,6 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use corering_net::hyper::{HyperIo, HyperTimer};
 use examples::args::Args;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -17,7 +18,6 @@ use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use net::hyper::{HyperIo, HyperTimer};
 
 const USAGE: &str = "\
 http: an HTTP/1.1 server, hyper on io_uring
@@ -43,7 +43,7 @@ fn main() -> io::Result<()> {
 }
 
 async fn serve(addr: SocketAddr) -> io::Result<()> {
-    let server = net::serve(addr, |stream: net::TcpStream| async move {
+    let server = corering_net::serve(addr, |stream: corering_net::TcpStream| async move {
         let _ = stream.set_nodelay(true);
         let conn = http1::Builder::new()
             .timer(HyperTimer)

@@ -10,8 +10,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use corering_net::{lookup_host, TcpStream};
 use examples::args::Args;
-use net::{lookup_host, TcpStream};
 use runtime::process::Command;
 use runtime::signal::unix::{signal, SignalKind};
 use runtime::task::JoinSet;

@@ -36,7 +36,7 @@ fn main() -> io::Result<()> {
 async fn serve(addr: SocketAddr) -> io::Result<()> {
     let store = Arc::new(Store::default());
     let shared = store.clone();
-    let server = net::serve(addr, move |stream: net::TcpStream| {
+    let server = corering_net::serve(addr, move |stream: corering_net::TcpStream| {
         let store = shared.clone();
         async move {
             let _ = stream.set_nodelay(true);

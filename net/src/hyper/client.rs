@@ -74,7 +74,7 @@ enum Opened<B> {
 ///
 /// # #[runtime::main]
 /// # async fn main() -> std::io::Result<()> {
-/// let client = net::hyper::Client::<Empty<Bytes>>::new();
+/// let client = corering_net::hyper::Client::<Empty<Bytes>>::new();
 /// let res = client.get("http://127.0.0.1:8080/".parse().unwrap()).await?;
 /// let body = res.into_body().collect().await.map_err(std::io::Error::other)?.to_bytes();
 /// println!("{}", String::from_utf8_lossy(&body));

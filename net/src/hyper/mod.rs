@@ -32,11 +32,11 @@
 //! use bytes::Bytes;
 //! use http_body_util::Full;
 //! use hyper::{server::conn::http1, service::service_fn, Request, Response};
-//! use net::hyper::{HyperIo, HyperTimer};
+//! use corering_net::hyper::{HyperIo, HyperTimer};
 //!
 //! # #[runtime::main]
 //! # async fn main() -> std::io::Result<()> {
-//! let server = net::serve("127.0.0.1:8080", |stream: net::TcpStream| async move {
+//! let server = corering_net::serve("127.0.0.1:8080", |stream: corering_net::TcpStream| async move {
 //!     let service = service_fn(|_req: Request<hyper::body::Incoming>| async {
 //!         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello\n"))))
 //!     });

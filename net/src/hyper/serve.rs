@@ -68,13 +68,13 @@ type Configure = Arc<dyn Fn(&mut auto::Builder<HyperExecutor>) + Send + Sync>;
 /// let hello = service_fn(|_req: Request<hyper::body::Incoming>| async {
 ///     Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello\n"))))
 /// });
-/// let server = net::hyper::serve("127.0.0.1:8080", net::hyper::from_hyper(hello))?;
+/// let server = corering_net::hyper::serve("127.0.0.1:8080", corering_net::hyper::from_hyper(hello))?;
 /// let ctrl_c = async { runtime::signal::ctrl_c().await.ok(); };
 /// server.with_graceful_shutdown(ctrl_c, Duration::from_secs(10)).await
 /// # }
 /// ```
 ///
-/// `addr` is resolved once, synchronously, as [`net::serve`](crate::serve()) does: a numeric
+/// `addr` is resolved once, synchronously, as [`corering_net::serve`](crate::serve()) does: a numeric
 /// address without a system call, a host name on this thread (blocking the core, at
 /// startup). The first address it resolves to is bound.
 ///
@@ -215,8 +215,9 @@ impl Builder {
         B: Body + 'static,
         B::Error: Into<BoxError>,
     {
-        let cores = runtime::core_count()
-            .ok_or_else(|| io::Error::other("net::hyper::serve called outside of a runtime"))?;
+        let cores = runtime::core_count().ok_or_else(|| {
+            io::Error::other("corering_net::hyper::serve called outside of a runtime")
+        })?;
         let mut addr = crate::serve::first_addr(&addr)?;
         // TCP_NODELAY on the listener: every connection inherits it, with no per-connection
         // setsockopt (a ring round trip on a direct descriptor).

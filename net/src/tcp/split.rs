@@ -54,7 +54,7 @@ impl OwnedReadHalf {
     /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
     ///
     /// This reads from the same buffered state as the poll traits (`AsyncRead`,
-    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read) reads the same
+    /// `AsyncBufRead`): bytes they buffered come first. [`read_owned`](Self::read_owned) reads the same
     /// bytes, in order; on a socket with nothing buffered and no receive armed it pins the
     /// caller's buffer in the kernel until data arrives.
     pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
@@ -62,19 +62,19 @@ impl OwnedReadHalf {
     }
 
     /// Reads once into `buf`; as [`TcpStream::read`].
-    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         sio::ordered::read(&self.fd, &self.read, buf).await
     }
 
     /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
     /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
     /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
-    pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+    pub async fn read_buf_owned(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
         sio::ordered::read_buf(&self.fd, &self.read, buf).await
     }
 
     /// Reads until `buf` is full; as [`TcpStream::read_exact`].
-    pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn read_exact_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
         sio::ordered::read_exact(&self.fd, &self.read, buf).await
     }
 
@@ -116,19 +116,19 @@ impl OwnedWriteHalf {
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
-    /// [`write_all`](Self::write_all) waits for the sends before it, then for its own.
+    /// [`write_all_owned`](Self::write_all_owned) waits for the sends before it, then for its own.
     pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
         sio::write_chunk(&self.fd, &mut self.write, chunk).await
     }
 
     /// Writes once; as [`TcpStream::write`].
-    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write(fd, b)).await
     }
 
     /// Writes all of `buf`; as [`TcpStream::write_all`].
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write_all(fd, b)).await
     }
@@ -141,13 +141,13 @@ impl OwnedWriteHalf {
     }
 
     /// Writes `bufs` in order, once; as [`TcpStream::writev`].
-    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+    pub async fn writev_owned<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev(fd, b)).await
     }
 
     /// Writes all of `bufs` in order; as [`TcpStream::writev_all`].
-    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+    pub async fn writev_all_owned<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev_all(fd, b)).await
     }
@@ -162,7 +162,7 @@ impl OwnedWriteHalf {
     }
 
     /// Shuts down a direction of the connection; as [`TcpStream::shutdown`].
-    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    pub async fn shutdown_socket(&self, how: Shutdown) -> io::Result<()> {
         if how != Shutdown::Read {
             // The bytes already accepted go first.
             sio::ordered::drain(&self.fd, &self.write).await?;

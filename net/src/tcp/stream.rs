@@ -145,7 +145,7 @@ impl TcpStream {
     /// `IoBuf`, so `write_all(chunk)` sends it on without a copy.
     ///
     /// This reads from the same buffered state as the poll traits (`AsyncRead`,
-    /// `AsyncBufRead`): bytes they buffered come first. [`read`](Self::read) reads the same
+    /// `AsyncBufRead`): bytes they buffered come first. [`read_owned`](Self::read_owned) reads the same
     /// bytes, in order; on a socket with nothing buffered and no receive armed it pins the
     /// caller's buffer in the kernel until data arrives.
     pub async fn read_chunk(&mut self) -> io::Result<crate::Chunk> {
@@ -161,7 +161,7 @@ impl TcpStream {
     ///
     /// An echo that answers with what it read copies nothing and wakes its task once per
     /// message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The owned-buffer
-    /// [`write_all`](Self::write_all) waits for the sends before it, then for its own.
+    /// [`write_all_owned`](Self::write_all_owned) waits for the sends before it, then for its own.
     pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> io::Result<()> {
         sio::write_chunk(&self.fd, &mut self.write, chunk).await
     }
@@ -172,32 +172,32 @@ impl TcpStream {
     /// A `Vec` is filled from index 0 up to its capacity, whatever its length (the
     /// owned-buffer convention of tokio-uring and monoio): its length becomes at least the
     /// count. To append after what a `Vec` holds, as tokio's `read_buf` does, use
-    /// [`read_buf`](TcpStream::read_buf).
-    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    /// [`read_buf_owned`](TcpStream::read_buf_owned).
+    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         sio::ordered::read(&self.fd, &self.read, buf).await
     }
 
     /// Reads once into `buf`'s spare capacity, appending after its length (tokio's
     /// `read_buf`): a `Vec` can be reused without `clear()`, and what it held stays. With no
     /// spare capacity, 8 KiB are reserved first. `Ok(0)` is end of stream.
-    pub async fn read_buf(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+    pub async fn read_buf_owned(&self, buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
         sio::ordered::read_buf(&self.fd, &self.read, buf).await
     }
 
     /// Reads until `buf` is full (its total length: a `Vec`'s capacity); `UnexpectedEof` if
     /// the stream ends first.
-    pub async fn read_exact<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn read_exact_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<()>, B) {
         sio::ordered::read_exact(&self.fd, &self.read, buf).await
     }
 
     /// Writes `buf`'s initialised bytes once and gives it back with the count (maybe short).
-    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write(fd, b)).await
     }
 
     /// Writes all of `buf`'s initialised bytes.
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, buf, |b| sio::write_all(fd, b)).await
     }
@@ -206,7 +206,7 @@ impl TcpStream {
     /// must own its buffer, since the kernel may read it after a dropped future is gone).
     ///
     /// Cost: `data` is copied into a `Vec` the op owns, one allocation and one copy per
-    /// call; pass an owned buffer to [`write_all`](TcpStream::write_all) to avoid both.
+    /// call; pass an owned buffer to [`write_all_owned`](TcpStream::write_all_owned) to avoid both.
     /// Empty `data` gives `Ok(())` at once.
     pub async fn write_all_from(&self, data: &[u8]) -> io::Result<()> {
         sio::ordered::drain(&self.fd, &self.write).await?;
@@ -215,7 +215,7 @@ impl TcpStream {
 
     /// Reads once into `bufs` in order (one `IORING_OP_READV`), each up to its total length;
     /// gives them back with the total count. Empty buffers give `Ok(0)` at once.
-    pub async fn readv<B: IoBufMut>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+    pub async fn readv_owned<B: IoBufMut>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
         let fd = &self.fd;
         sio::ordered::readv(fd, &self.read, bufs, |b| ops::readv_at(fd, b, u64::MAX)).await
     }
@@ -223,17 +223,17 @@ impl TcpStream {
     /// Writes the initialised bytes of `bufs` in order, once (one `IORING_OP_SENDMSG` with
     /// `MSG_NOSIGNAL`, so a reset peer is `EPIPE`, never `SIGPIPE`; the count may be short).
     /// Empty buffers give `Ok(0)` at once; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
-    pub async fn writev<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
+    pub async fn writev_owned<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<usize>, Vec<B>) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev(fd, b)).await
     }
 
     /// Writes all the initialised bytes of `bufs`, in order, and gives them back.
     ///
-    /// One vectored send (as [`writev`](TcpStream::writev)) when the socket takes it all,
+    /// One vectored send (as [`writev_owned`](TcpStream::writev_owned)) when the socket takes it all,
     /// the common case; after a short one, the rest is sent buffer by buffer. `WriteZero`
     /// if the socket takes nothing; more than `IOV_MAX` (1024) buffers is `EMSGSIZE`.
-    pub async fn writev_all<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
+    pub async fn writev_all_owned<B: IoBuf>(&self, bufs: Vec<B>) -> (io::Result<()>, Vec<B>) {
         let fd = &self.fd;
         sio::ordered::after_drain(fd, &self.write, bufs, |b| sio::writev_all(fd, b)).await
     }
@@ -252,7 +252,7 @@ impl TcpStream {
 
     /// Shuts down the read direction, the write direction (the peer reads end of stream
     /// after the bytes sent so far) or both.
-    pub async fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    pub async fn shutdown_socket(&self, how: Shutdown) -> io::Result<()> {
         if how != Shutdown::Read {
             // The bytes already accepted go first.
             sio::ordered::drain(&self.fd, &self.write).await?;

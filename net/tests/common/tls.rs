@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use net::tls::rustls::{self, pki_types};
+use corering_net::tls::rustls::{self, pki_types};
 
 /// The server and client configurations of one fresh self-signed certificate, with the
 /// given ALPN protocols on each side.

@@ -30,9 +30,6 @@
 //! closest valid item and append a `compile_error!`, so that IDE features
 //! keep working on the function while the error is shown.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
-
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::parse::{Parse, ParseStream, Parser};
@@ -40,7 +37,7 @@ use syn::{braced, Attribute, Path, Signature, Visibility};
 
 /// # Definition
 ///
-/// `#[runtime::main]` is defined in the `runtime-macros` crate, which only
+/// `#[runtime::main]` is defined in the `corering-macros` crate, which only
 /// implements the expansion. Use it through its re-export `runtime::main`;
 /// its arguments and examples are documented in the `runtime` crate.
 #[proc_macro_attribute]
@@ -53,7 +50,7 @@ pub fn main(
 
 /// # Definition
 ///
-/// `#[runtime::test]` is defined in the `runtime-macros` crate, which only
+/// `#[runtime::test]` is defined in the `corering-macros` crate, which only
 /// implements the expansion. Use it through its re-export `runtime::test`;
 /// its arguments and examples are documented in the `runtime` crate.
 #[proc_macro_attribute]

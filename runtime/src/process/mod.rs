@@ -291,7 +291,7 @@ impl Child {
         // Both pipes at once: a child that fills one while we wait on the other would block.
         let read = |p: Option<PipeReader>| async move {
             match p {
-                Some(mut p) => p.read_to_end().await,
+                Some(mut p) => p.read_to_vec().await,
                 None => Ok(Vec::new()),
             }
         };

@@ -168,7 +168,7 @@ impl PipeReader {
     }
 
     /// Reads everything until end of stream (the child closed its end).
-    pub async fn read_to_end(&mut self) -> io::Result<Vec<u8>> {
+    pub async fn read_to_vec(&mut self) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         loop {
             let n = std::future::poll_fn(|cx| {
@@ -213,7 +213,7 @@ impl PipeWriter {
     }
 
     /// Writes all of `data` (copied into the pipe's buffer, then written by ring ops).
-    pub async fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+    pub async fn write_all_from(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
             let n = std::future::poll_fn(|cx| self.inner.poll_write(cx, data)).await?;
             data = &data[n..];

@@ -16,9 +16,9 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use corering_net::{TcpListener, TcpStream};
 use futures::channel::oneshot;
 use futures::{FutureExt, StreamExt};
-use net::{TcpListener, TcpStream};
 use runtime::buf::IoBuf;
 use runtime::time::{sleep, timeout};
 use tests::Rng;
@@ -130,12 +130,12 @@ impl Drop for Active {
 async fn echo(stream: TcpStream, _active: Active) -> io::Result<()> {
     let mut buf = vec![0u8; 16 << 10];
     loop {
-        let (res, b) = stream.read(buf).await;
+        let (res, b) = stream.read_owned(buf).await;
         let n = res?;
         if n == 0 {
             return Ok(());
         }
-        let (res, b) = stream.write_all(b.slice(..n)).await;
+        let (res, b) = stream.write_all_owned(b.slice(..n)).await;
         res?;
         buf = b.into_inner();
     }
@@ -166,12 +166,12 @@ async fn client(addr: std::net::SocketAddr, len: usize, seed: u64) -> io::Result
     let msg: Vec<u8> = (0..len as u64)
         .map(|i| tests::payload_byte(i + seed))
         .collect();
-    let (res, msg) = stream.write_all(msg).await;
+    let (res, msg) = stream.write_all_owned(msg).await;
     res?;
-    stream.shutdown(std::net::Shutdown::Write).await?;
+    stream.shutdown_socket(std::net::Shutdown::Write).await?;
     let mut got = Vec::with_capacity(len);
     loop {
-        let (res, buf) = stream.read(Vec::with_capacity(16 << 10)).await;
+        let (res, buf) = stream.read_owned(Vec::with_capacity(16 << 10)).await;
         if res? == 0 {
             break;
         }
@@ -190,12 +190,12 @@ async fn file_round_trip(path: PathBuf, len: usize, seed: u64) -> io::Result<()>
     let data: Vec<u8> = (0..len as u64)
         .map(|i| tests::payload_byte(i.wrapping_add(seed)))
         .collect();
-    let file = fs::File::create(&path).await?;
+    let file = corering_fs::File::create(&path).await?;
     let (res, data) = file.write_all_at(data, 0).await;
     res?;
     file.close().await?;
-    let back = fs::read(&path).await?;
-    fs::remove_file(&path).await?;
+    let back = corering_fs::read(&path).await?;
+    corering_fs::remove_file(&path).await?;
     if back != data {
         return Err(invalid(format!("{} read back differs", path.display())));
     }
@@ -206,19 +206,19 @@ async fn file_round_trip(path: PathBuf, len: usize, seed: u64) -> io::Result<()>
 async fn drops(addr: std::net::SocketAddr, dir: &Path, rng: &mut Rng) -> io::Result<()> {
     let idle = TcpStream::connect(addr).await?;
     let path = dir.join("dropped");
-    fs::write(&path, vec![7u8; 4096]).await?;
-    let file = fs::File::open(&path).await?;
+    corering_fs::write(&path, vec![7u8; 4096]).await?;
+    let file = corering_fs::File::open(&path).await?;
     for _ in 0..DROPS {
         match rng.below(5) {
             0 => drop(TcpStream::connect(addr).now_or_never()),
-            1 => drop(idle.read(vec![0u8; 64]).now_or_never()),
+            1 => drop(idle.read_owned(vec![0u8; 64]).now_or_never()),
             2 => drop(file.read_at(vec![0u8; 4096], 0).now_or_never()),
             3 => drop(runtime::nop().now_or_never()),
             _ => drop(timeout(Duration::from_micros(200), sleep(Duration::from_secs(3600))).await),
         }
     }
     file.close().await?;
-    fs::remove_file(&path).await
+    corering_fs::remove_file(&path).await
 }
 
 /// Runs rounds until `args.secs`; checks fds and RSS after the warm-up.

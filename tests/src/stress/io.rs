@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use net::tls::rustls::{self, pki_types};
-use net::tls::{TlsAcceptor, TlsConnector};
-use net::{Chunk, ListenOptions, TcpListener, TcpStream, UnixListener, UnixStream};
+use corering_net::tls::rustls::{self, pki_types};
+use corering_net::tls::{TlsAcceptor, TlsConnector};
+use corering_net::{Chunk, ListenOptions, TcpListener, TcpStream, UnixListener, UnixStream};
 
 use super::{pattern, write_sizes, Case, Plan, ReadApi, Reader, Transport, WriteApi};
 use crate::Rng;
@@ -136,12 +136,12 @@ macro_rules! socket_read {
                         Got::Bytes(v)
                     }
                     ReadApi::ReadBuf => {
-                        let (res, v) = self.read_buf(Vec::with_capacity(len)).await;
+                        let (res, v) = self.read_buf_owned(Vec::with_capacity(len)).await;
                         res?;
                         Got::Bytes(v)
                     }
                     ReadApi::Owned | ReadApi::Mixed => {
-                        let (res, mut v) = self.read(vec![0; len]).await;
+                        let (res, mut v) = self.read_owned(vec![0; len]).await;
                         v.truncate(res?);
                         Got::Bytes(v)
                     }
@@ -163,9 +163,9 @@ macro_rules! socket_write {
             ) -> io::Result<()> {
                 match (pick_write(api, &data, rng), data) {
                     (WriteApi::Chunk, Got::Chunk(c)) => self.write_chunk(c).await,
-                    (WriteApi::Owned, Got::Chunk(c)) => self.write_all(c).await.0,
-                    (WriteApi::Owned, Got::Bytes(v)) => self.write_all(v).await.0,
-                    (WriteApi::Writev, d) => self.writev_all(pieces(d.bytes(), rng)).await.0,
+                    (WriteApi::Owned, Got::Chunk(c)) => self.write_all_owned(c).await.0,
+                    (WriteApi::Owned, Got::Bytes(v)) => self.write_all_owned(v).await.0,
+                    (WriteApi::Writev, d) => self.writev_all_owned(pieces(d.bytes(), rng)).await.0,
                     (WriteApi::Tokio, d) => {
                         tokio::io::AsyncWriteExt::write_all(self, d.bytes()).await
                     }
@@ -183,21 +183,21 @@ macro_rules! socket_write {
 socket_read!(
     TcpStream,
     UnixStream,
-    net::tcp::OwnedReadHalf,
-    net::unix::OwnedReadHalf
+    corering_net::tcp::OwnedReadHalf,
+    corering_net::unix::OwnedReadHalf
 );
 socket_write!(
     TcpStream,
     UnixStream,
-    net::tcp::OwnedWriteHalf,
-    net::unix::OwnedWriteHalf
+    corering_net::tcp::OwnedWriteHalf,
+    corering_net::unix::OwnedWriteHalf
 );
 
 /// The server side of TLS: the trait APIs only.
-type ServerTls = net::tls::TlsStream<TcpStream>;
+type ServerTls = corering_net::tls::TlsStream<TcpStream>;
 /// The client side of TLS, split by `futures`: futures' traits only.
-type TlsRead = futures::io::ReadHalf<net::tls::TlsStream<TcpStream>>;
-type TlsWrite = futures::io::WriteHalf<net::tls::TlsStream<TcpStream>>;
+type TlsRead = futures::io::ReadHalf<corering_net::tls::TlsStream<TcpStream>>;
+type TlsWrite = futures::io::WriteHalf<corering_net::tls::TlsStream<TcpStream>>;
 
 impl ReadSide for ServerTls {
     async fn read_with(&mut self, api: ReadApi, len: usize, _: &mut Rng) -> io::Result<Got> {
