@@ -22,7 +22,7 @@ fn main() -> std::io::Result<()> {
             .map(|t| {
                 runtime::spawn_local(async move {
                     for _ in (t..n).step_by(TASKS) {
-                        runtime::nop().await?;
+                        runtime::ext::raw::nop().await?;
                     }
                     Ok::<_, std::io::Error>(())
                 })

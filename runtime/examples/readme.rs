@@ -6,9 +6,9 @@ use std::time::Duration;
 async fn main() -> std::io::Result<()> {
     let task = runtime::spawn_local(async {
         runtime::sleep(Duration::from_millis(10)).await;
-        runtime::nop().await
+        21
     });
-    task.await??;
+    assert_eq!(task.await? * 2, 42);
     println!("stats: {:?}", runtime::stats());
     Ok(())
 }

@@ -1,25 +1,19 @@
 //! [`Builder`]: the ring's flags and features, the read path's ring, the cores and their
 //! CPUs, the blocking pool, and `RUNTIME_DISABLE`; [`Builder::build`] starts the cores.
 
-use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::blocking::{self, BlockingPool};
+use crate::context;
 use crate::cores::{self, CoreSet, Worker};
 use crate::driver::{feature_bit as bit, RingConfig, RingFlags};
 use crate::executor::Core;
-use crate::runtime::{Runtime, ALIVE};
+use crate::runtime::Runtime;
 
 /// Configures and builds a [`Runtime`].
-///
-/// ```
-/// let rt = runtime::Builder::new().entries(64).build().unwrap();
-/// println!("granted: {}", rt.flags());
-/// println!("{}", rt.features());
-/// ```
 ///
 /// Every setup flag and kernel feature is asked for by default; one this kernel lacks is
 /// left off silently, and [`Runtime::flags`] and [`Runtime::features`] say what each core
@@ -29,6 +23,34 @@ use crate::runtime::{Runtime, ALIVE};
 /// [`recv_incremental`](Builder::recv_incremental),
 /// [`direct_descriptors`](Builder::direct_descriptors)) turn one off on purpose: to
 /// compare, or to run the fallback path on a kernel that has the feature.
+///
+/// # Examples
+///
+/// ```
+/// use runtime::Builder;
+///
+/// // Two cores (this thread is core 0), a 64-entry SQ, smaller receive buffers, no pinning.
+/// let rt = Builder::new()
+///     .cores(2)
+///     .entries(64)
+///     .recv_buffers(256, 4096)
+///     .pin(false)
+///     .build()?;
+/// println!("granted: {}", rt.flags());
+/// println!("{}", rt.features());
+/// assert_eq!(rt.cores(), 2);
+/// let on = rt.block_on(async { runtime::spawn_on(1, async { runtime::current_core() }).await });
+/// assert_eq!(on.unwrap(), Some(1));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// Turning a feature off, to compare it or to run its fallback path:
+///
+/// ```
+/// let rt = runtime::Builder::new().recv_multishot(false).build()?;
+/// assert!(!rt.features().recv_multishot);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
     entries: u32,
@@ -393,7 +415,7 @@ impl Builder {
     /// to its CPU (see [`Builder::cpus`]). A failed build leaves the calling thread's CPU
     /// affinity as it was.
     pub fn build(&self) -> io::Result<Runtime> {
-        if ALIVE.with(Cell::get) {
+        if context::runtime_alive() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 "a runtime is already running on this thread; one thread drives one ring \
@@ -439,7 +461,7 @@ impl Builder {
         let mut all = vec![core.shared.clone()];
         all.extend(workers.iter().map(|w| w.shared.clone()));
         set.set(all);
-        ALIVE.with(|a| a.set(true));
+        context::set_runtime_alive(true);
         let rt = Runtime {
             core: Rc::new(core),
             workers,

@@ -1,20 +1,32 @@
-//! The per-thread core context: which core's loop runs on this thread, and the parts of it
-//! that ops, timers and buffer rings reach ([`CoreContext`]: the core's id, driver and
-//! timers); and the cooperative poll budget ([`coop`]).
+//! The per-thread context: everything the runtime keeps per thread, in one struct behind
+//! one `thread_local!` (as tokio's `runtime/context.rs`), and the accessors the rest of the
+//! crate reads it with.
+//!
+//! [`Context`] holds which core's loop runs on this thread (the executor's [`Core`], whose
+//! [`CoreContext`] is what ops, timers and buffer rings reach: the core's id, driver,
+//! timers and receive ring), the running task's cooperative poll budget ([`coop`]), the poll
+//! reference of the task being polled (see `executor::task`), and whether a runtime lives on
+//! this thread. Every field is a `Cell` of a plain value, so the thread-local needs no
+//! destructor and each access is one thread-local address computation, with no lazy
+//! initialisation check: the hot paths (the current core in a spawn, a wake or an op's
+//! submission) read one field with one access.
 //!
 //! A leaf: `driver`, `time`, `buf` and `executor` import it, and it calls none of them (it
-//! names the `Driver` and `Timers` types it holds, nothing more). The executor owns each
-//! core's `CoreContext` and enters it around its loop.
+//! names the types it points at, `Core`, `Driver`, `Timers`, `CoreRing`, and reads their
+//! fields, nothing more). The executor builds each core's `CoreContext` and enters the core
+//! around its loop.
 //!
 //! # Invariant
-//! `CURRENT` points at the context of the core whose loop runs on this thread, for exactly
-//! as long as an [`Enter`] for it lives (the executor keeps one across `block_on` and the
-//! runtime's shutdown); ops, timers and buffer rings reach their core through it.
+//! `core` points at the core whose loop runs on this thread, for exactly as long as an
+//! [`Enter`] for it lives (the executor keeps one across `block_on` and the runtime's
+//! shutdown; the core outlives it); it is null otherwise.
 
 use std::cell::{Cell, RefCell};
 use std::ptr;
 
+use crate::buf::CoreRing;
 use crate::driver::{Driver, Features};
+use crate::executor::Core;
 use crate::time::Timers;
 
 /// Identifies one core (one ring and its loop) for the life of the process.
@@ -30,51 +42,95 @@ impl CoreId {
     }
 }
 
-/// What ops, timers and buffer rings need of their core. Lives on its core's thread.
+/// What ops, timers and buffer rings need of their core. Lives on its core's thread, in
+/// its [`Core`].
 pub(crate) struct CoreContext {
     pub(crate) id: CoreId,
     pub(crate) driver: RefCell<Driver>,
     pub(crate) timers: RefCell<Timers>,
     /// The driver's features, copied out so reading them needs no borrow of the driver.
     pub(crate) features: Features,
+    /// The core's shared receive ring (`buf::core_ring`), made on first use.
+    pub(crate) recv_ring: RefCell<CoreRing>,
 }
+
+/// Every per-thread pointer and state of the runtime (see the module documentation).
+struct Context {
+    /// The core whose loop runs on this thread; null outside one (module invariant).
+    core: Cell<*const Core>,
+    /// Ops the running task may still complete in this poll ([`coop`]).
+    budget: Cell<u32>,
+    /// The task this thread is polling whose poll reference is still unclaimed (its header's
+    /// address, only ever compared), or null: see `executor::task`.
+    poll_ref: Cell<*const ()>,
+    /// Whether a runtime's core lives on this thread (its ring is bound to it), from its
+    /// build to its drop: a second one is refused.
+    runtime_alive: Cell<bool>,
+    /// Task cells allocated minus freed on this thread (the task tests' leak check).
+    #[cfg(all(test, not(loom)))]
+    live_tasks: Cell<isize>,
+}
+
+// No destructor, so the thread-local needs no registration or state check on access.
+const _: () = assert!(!std::mem::needs_drop::<Context>());
 
 thread_local! {
-    static CURRENT: Cell<*const CoreContext> = const { Cell::new(ptr::null()) };
+    static CONTEXT: Context = const {
+        Context {
+            core: Cell::new(ptr::null()),
+            budget: Cell::new(u32::MAX),
+            poll_ref: Cell::new(ptr::null()),
+            runtime_alive: Cell::new(false),
+            #[cfg(all(test, not(loom)))]
+            live_tasks: Cell::new(0),
+        }
+    };
 }
 
-/// Makes `ctx` this thread's current core context for its lifetime (restoring the one
-/// before on drop).
+/// Makes `core` this thread's current core for its lifetime (restoring the one before on
+/// drop).
 pub(crate) struct Enter {
-    prev: *const CoreContext,
+    prev: *const Core,
 }
 
 impl Enter {
-    /// Enters `ctx`. The caller keeps `ctx` alive and in place while the guard lives.
-    pub(crate) fn new(ctx: &CoreContext) -> Enter {
+    /// Enters `core`. The caller keeps `core` alive and in place while the guard lives.
+    pub(crate) fn new(core: &Core) -> Enter {
         Enter {
-            prev: CURRENT.with(|c| c.replace(ctx)),
+            prev: CONTEXT.with(|c| c.core.replace(core)),
         }
     }
 }
 
 impl Drop for Enter {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.prev));
+        CONTEXT.with(|c| c.core.set(self.prev));
+    }
+}
+
+/// Whether this thread runs a core's loop (inside `block_on` or the runtime's shutdown).
+#[inline]
+pub(crate) fn entered() -> bool {
+    !CONTEXT.with(|c| c.core.get()).is_null()
+}
+
+/// Runs `f` on the current core; `None` outside a runtime. One thread-local access.
+#[inline(always)]
+pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    let p = CONTEXT.with(|c| c.core.get());
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: `core` is non-null only while its core is alive and entered on this
+        // thread (module invariant); the reference does not leave this call.
+        Some(f(unsafe { &*p }))
     }
 }
 
 /// Runs `f` on the current core's context; `None` outside a runtime.
 #[inline]
-fn with_current<R>(f: impl FnOnce(&CoreContext) -> R) -> Option<R> {
-    let p = CURRENT.with(Cell::get);
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: CURRENT is non-null only while its context is alive and entered on this
-        // thread (module invariant).
-        Some(f(unsafe { &*p }))
-    }
+pub(crate) fn with_current<R>(f: impl FnOnce(&CoreContext) -> R) -> Option<R> {
+    with_core(|core| f(&core.ctx))
 }
 
 /// The current core's id, or `None` outside a runtime.
@@ -89,31 +145,20 @@ pub(crate) fn current_features() -> Option<Features> {
     with_current(|c| c.features)
 }
 
-/// Runs `f` with the current core's driver.
+/// Runs `f` with the current core's driver. Op data the driver frees meanwhile stays on
+/// its dead list: a caller that may free some drops `Driver::take_dead` after this returns
+/// (see `driver::with_driver_freeing`).
 ///
 /// # Panics
 /// Outside a runtime, or re-entered from inside the driver (a broken invariant).
 pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    with_current(|c| f(&mut c.driver.borrow_mut()))
-        .unwrap_or_else(|| panic!("an io_uring op was used outside of a runtime"))
+    with_current(|c| f(&mut c.driver.borrow_mut())).unwrap_or_else(|| outside_runtime())
 }
 
 /// Runs `f` with the current core's driver if this thread runs a core and the driver is not
 /// borrowed (a wake from inside the driver, while it reaps); else `None`.
 pub(crate) fn try_with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
     with_current(|c| c.driver.try_borrow_mut().ok().map(|mut d| f(&mut d))).flatten()
-}
-
-/// Runs `f` with the current core's driver, then drops the data of ops that finished
-/// meanwhile, outside the borrow (for op drops: an op's data may run user code when
-/// dropped, which may use the driver).
-pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    let (r, dead) = with_driver(|d| {
-        let r = f(d);
-        (r, d.take_dead())
-    });
-    drop(dead);
-    r
 }
 
 /// Runs `f` with the current core's id and driver (a chain's submission and polls).
@@ -128,35 +173,78 @@ pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R
 }
 
 /// The current core's id and driver, for the op futures' hot path (no closure for the
-/// inliner to weigh: an op's poll then flattens into its task's).
+/// inliner to weigh: an op's poll then flattens into its task's). One thread-local access.
 ///
 /// # Panics
 /// Outside a runtime.
 ///
 /// # Safety
-/// The reference must not be kept past the caller's scope: the context lives only while
-/// its core is entered (module invariant), which outlasts any one poll on this thread.
+/// The reference must not be kept past the caller's scope: the core lives only while it is
+/// entered (module invariant), which outlasts any one poll on this thread.
 #[inline(always)]
 pub(crate) unsafe fn current_driver<'a>() -> (CoreId, &'a RefCell<Driver>) {
-    let p = CURRENT.with(Cell::get);
+    let p = CONTEXT.with(|c| c.core.get());
     if p.is_null() {
         outside_runtime();
     }
-    // SAFETY: non-null, so a live, entered context (module invariant); the caller bounds
-    // the reference's use.
-    let ctx = unsafe { &*p };
+    // SAFETY: non-null, so a live, entered core (module invariant); the caller bounds the
+    // reference's use.
+    let ctx = unsafe { &(*p).ctx };
     (ctx.id, &ctx.driver)
 }
 
 #[cold]
 #[inline(never)]
 fn outside_runtime() -> ! {
-    panic!("an io_uring op was polled outside of a runtime")
+    panic!("an io_uring op was used outside of a runtime")
 }
 
 /// Runs `f` with the current core's timers; `None` outside a runtime.
 pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
     with_current(|c| f(&mut c.timers.borrow_mut(), c.id))
+}
+
+/// Marks `task` (a task header's address) as the task this thread polls, its poll
+/// reference unclaimed; null clears it.
+#[inline(always)]
+pub(crate) fn set_poll_ref(task: *const ()) {
+    CONTEXT.with(|c| c.poll_ref.set(task));
+}
+
+/// Takes over the poll's reference if `task` is the task this thread is polling and its
+/// reference is unclaimed. One thread-local access.
+#[inline(always)]
+pub(crate) fn take_poll_ref(task: *const ()) -> bool {
+    CONTEXT.with(|c| {
+        if c.poll_ref.get() == task {
+            c.poll_ref.set(ptr::null());
+            true
+        } else {
+            false
+        }
+    })
+}
+
+/// Whether a runtime's core lives on this thread.
+pub(crate) fn runtime_alive() -> bool {
+    CONTEXT.with(|c| c.runtime_alive.get())
+}
+
+/// Records that a runtime's core starts (`true`) or stopped (`false`) living on this thread.
+pub(crate) fn set_runtime_alive(on: bool) {
+    CONTEXT.with(|c| c.runtime_alive.set(on));
+}
+
+/// Counts task cells allocated (`1`) and freed (`-1`) on this thread (test builds only).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn count_live_tasks(delta: isize) {
+    CONTEXT.with(|c| c.live_tasks.set(c.live_tasks.get() + delta));
+}
+
+/// Task cells allocated minus freed on this thread (test builds only).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn live_tasks() -> isize {
+    CONTEXT.with(|c| c.live_tasks.get())
 }
 
 pub(crate) mod coop {
@@ -165,21 +253,18 @@ pub(crate) mod coop {
     //!
     //! Each task poll starts with [`TASK_BUDGET`] units; every op that returns `Ready`
     //! spends one. At zero, ops return `Pending` after waking their task, which goes to the
-    //! back of the run queue.
+    //! back of the run queue. The budget is a field of the thread's context.
 
-    use std::cell::Cell;
     use std::task::Context;
+
+    use super::CONTEXT;
 
     /// Ops a task may complete in one poll before it is made to yield.
     pub(crate) const TASK_BUDGET: u32 = 128;
 
-    thread_local! {
-        static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
-    }
-
     /// Gives the next poll a fresh budget.
     pub(crate) fn reset() {
-        BUDGET.with(|b| b.set(TASK_BUDGET));
+        CONTEXT.with(|c| c.budget.set(TASK_BUDGET));
     }
 
     /// One unit for an op whose result is there (checked only then, so a pending op costs
@@ -187,10 +272,10 @@ pub(crate) mod coop {
     /// queue) and the op must say `Pending`. One thread-local access.
     #[inline]
     pub(crate) fn try_spend(cx: &mut Context<'_>) -> bool {
-        let spent = BUDGET.with(|b| match b.get() {
+        let spent = CONTEXT.with(|c| match c.budget.get() {
             0 => false,
             n => {
-                b.set(n - 1);
+                c.budget.set(n - 1);
                 true
             }
         });

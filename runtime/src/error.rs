@@ -4,6 +4,9 @@
 //! keep their [`io::ErrorKind`]; the kernel's error stays reachable as the error's
 //! `source()`, so its `raw_os_error()` is not lost. Data-path errors (a read, a write) are
 //! returned unwrapped, so callers can match `raw_os_error()` directly.
+//!
+//! Public as [`runtime::ext::error_context`](crate::ext::error_context) (`runtime::error`
+//! is the old path, kept hidden while callers switch).
 
 use std::error::Error;
 use std::fmt;
@@ -33,7 +36,9 @@ impl Error for Context {
 ///
 /// ```
 /// use std::io;
-/// let e = runtime::error::context(io::Error::from_raw_os_error(libc::ENOENT), "open /nope");
+/// use runtime::ext::error_context;
+///
+/// let e = error_context(io::Error::from_raw_os_error(libc::ENOENT), "open /nope");
 /// assert_eq!(e.kind(), io::ErrorKind::NotFound);
 /// assert!(e.to_string().starts_with("open /nope: "));
 /// ```

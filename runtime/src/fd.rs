@@ -24,8 +24,12 @@
 //!   fd, if any, is closed as usual. Dropped anywhere else (after its runtime shut down,
 //!   the table went with the ring), there is nothing to close.
 //!
-//! Ops build their SQE for either kind with [`fd_sqe!`](crate::fd_sqe), from
+//! Ops build their SQE for either kind with [`fd_sqe!`](crate::ext::fd_sqe), from
 //! [`SharedFd::target`].
+//!
+//! Public as part of the extension API: [`runtime::ext::SharedFd`](crate::ext::SharedFd)
+//! and [`runtime::ext::FdTarget`](crate::ext::FdTarget) (`runtime::fd::*` is the old path,
+//! kept hidden while callers switch).
 
 use std::cell::OnceCell;
 use std::io;
@@ -37,7 +41,7 @@ use crate::error::context as err_context;
 
 /// What an SQE names a file by: a regular fd, or an index in the ring's fixed-file table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
+pub enum FdTarget {
     /// A regular fd (`types::Fd`).
     Fd(RawFd),
     /// A direct descriptor: an index in the current core's fixed-file table
@@ -45,31 +49,38 @@ pub enum Target {
     Fixed(u32),
 }
 
+/// Old name of [`FdTarget`], kept while callers switch to `runtime::ext::FdTarget`.
+#[doc(hidden)]
+pub use FdTarget as Target;
+
 /// Builds an SQE naming a [`SharedFd`]'s file by the right kind: evaluates `$build` with
 /// `$t` bound to an `io_uring::types::Fd` for a regular fd, or to an
 /// `io_uring::types::Fixed` for a direct descriptor (see [`SharedFd::target`]). The
-/// builder must take either (`impl UseFixed`), as io_uring's fd-taking opcodes do.
+/// builder must take either (`impl UseFixed`), as io_uring's fd-taking opcodes do. Part of
+/// the extension API ([`runtime::ext`](crate::ext)).
 ///
 /// ```
-/// use io_uring::opcode;
-/// use runtime::fd::SharedFd;
+/// use runtime::ext::io_uring::opcode;
+/// use runtime::ext::SharedFd;
 ///
 /// let (r, _w) = std::io::pipe().unwrap();
 /// let fd = SharedFd::new(r.into());
 /// let mut buf = [0u8; 8];
-/// let sqe = runtime::fd_sqe!(&fd, |t| opcode::Read::new(t, buf.as_mut_ptr(), 8).build());
+/// let sqe = runtime::ext::fd_sqe!(&fd, |t| opcode::Read::new(t, buf.as_mut_ptr(), 8).build());
 /// # drop(sqe);
 /// ```
+// Documented at `runtime::ext::fd_sqe`; `runtime::fd_sqe` is where `macro_export` puts it.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! fd_sqe {
     ($fd:expr, |$t:ident| $build:expr) => {
-        match $crate::fd::SharedFd::target($fd) {
-            $crate::fd::Target::Fd(fd) => {
-                let $t = $crate::__io_uring::types::Fd(fd);
+        match $crate::ext::SharedFd::target($fd) {
+            $crate::ext::FdTarget::Fd(fd) => {
+                let $t = $crate::ext::io_uring::types::Fd(fd);
                 $build
             }
-            $crate::fd::Target::Fixed(index) => {
-                let $t = $crate::__io_uring::types::Fixed(index);
+            $crate::ext::FdTarget::Fixed(index) => {
+                let $t = $crate::ext::io_uring::types::Fixed(index);
                 $build
             }
         }
@@ -192,16 +203,16 @@ impl SharedFd {
         })))
     }
 
-    /// What an SQE names this file by (see [`fd_sqe!`](crate::fd_sqe)): the regular fd,
+    /// What an SQE names this file by (see [`fd_sqe!`](crate::ext::fd_sqe)): the regular fd,
     /// or the direct descriptor's index. A direct descriptor used on any core but its own
-    /// (its runtime shut down, and this is another) gives `Target::Fd(-1)`, so the op fails
+    /// (its runtime shut down, and this is another) gives `FdTarget::Fd(-1)`, so the op fails
     /// with `EBADF` rather than reach another ring's file.
     #[inline]
-    pub fn target(&self) -> Target {
+    pub fn target(&self) -> FdTarget {
         match &*self.0 {
-            Inner::Real(fd) => Target::Fd(fd.as_raw_fd()),
-            Inner::Fixed(f) if f.on_core() => Target::Fixed(f.index),
-            Inner::Fixed(_) => Target::Fd(-1),
+            Inner::Real(fd) => FdTarget::Fd(fd.as_raw_fd()),
+            Inner::Fixed(f) if f.on_core() => FdTarget::Fixed(f.index),
+            Inner::Fixed(_) => FdTarget::Fd(-1),
         }
     }
 

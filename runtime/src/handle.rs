@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::cores::CoreSet;
-use crate::executor::{self, JoinError, JoinHandle, RawTask};
+use crate::executor::{self, Id, JoinError, JoinHandle, RawTask};
 
 /// A handle to a runtime: spawn onto it and block on it from any thread (`Send + Sync +
 /// Clone`). From [`Handle::current`] inside the runtime, or [`Runtime::handle`].
+///
+/// # Examples
 ///
 /// ```
 /// let rt = runtime::Builder::new().cores(2).build().unwrap();
@@ -73,7 +75,7 @@ impl Handle {
     /// # Errors
     /// On a thread that runs no core.
     pub fn try_current() -> Result<Handle, TryCurrentError> {
-        executor::with_current_core(|c| Handle::new(c.set.clone())).ok_or(TryCurrentError(()))
+        executor::with_core(|c| Handle::new(c.set.clone())).ok_or(TryCurrentError(()))
     }
 
     /// How many cores the runtime has.
@@ -101,22 +103,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        // On one of this runtime's own cores, the executor's path (a local spawn when the
-        // target is this core).
-        let own = executor::with_current_core(|c| Arc::ptr_eq(&c.set, &self.set)) == Some(true);
-        if own {
-            return executor::spawn_on(core, future);
-        }
-        let Some(target) = self.set.get(core) else {
-            panic!(
-                "Handle::spawn_on({core}): this runtime has {} core(s)",
-                self.set.len()
-            )
-        };
-        let (run, list, join) = RawTask::new(future, target.clone(), false);
-        // A core that is gone cancels the task here: the handle resolves at once.
-        target.push_spawn(run, list);
-        JoinHandle::new(join)
+        spawn_on_set(&self.set, core, future)
     }
 
     /// Runs `f` on the runtime's blocking pool; as [`spawn_blocking`](crate::spawn_blocking).
@@ -146,7 +133,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        if executor::with_current_core(|_| ()).is_some() {
+        if executor::with_core(|_| ()).is_some() {
             panic!(
                 "Handle::block_on called on a thread that runs a core: blocking it would \
                  stall the core (await the future instead)"
@@ -157,6 +144,31 @@ impl Handle {
             Err(e) => block_on_failed(e),
         }
     }
+}
+
+/// Spawns a `Send` future on core `core` of the runtime whose cores are `set`, from any
+/// thread: [`Handle::spawn_on`], and [`Runtime::spawn`](crate::Runtime::spawn).
+///
+/// # Panics
+/// If the runtime has no core `core`.
+pub(crate) fn spawn_on_set<F>(set: &Arc<CoreSet>, core: usize, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    // On one of this runtime's own cores, the executor's path (a local spawn when the
+    // target is this core).
+    if executor::with_core(|c| Arc::ptr_eq(&c.set, set)) == Some(true) {
+        return executor::spawn_on(core, future);
+    }
+    let Some(target) = set.get(core) else {
+        panic!("spawn_on({core}): this runtime has {} core(s)", set.len())
+    };
+    let id = executor::with_core(|c| c.next_task_id()).unwrap_or_else(Id::next);
+    let (run, list, join) = RawTask::new(future, target.clone(), false, id);
+    // A core that is gone cancels the task here: the handle resolves at once.
+    target.push_spawn(run, list);
+    JoinHandle::new(join)
 }
 
 /// Polls `future` on this thread, parking it between wakes (a thread that runs no core).

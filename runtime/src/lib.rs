@@ -12,11 +12,10 @@
 //! let n = rt.block_on(async {
 //!     let task = runtime::spawn_local(async {
 //!         runtime::time::sleep(Duration::from_millis(1)).await;
-//!         runtime::nop().await?;
-//!         Ok::<_, std::io::Error>(21)
+//!         21
 //!     });
 //!     task.await.unwrap()
-//! })?;
+//! });
 //! assert_eq!(n * 2, 42);
 //! # Ok::<(), std::io::Error>(())
 //! ```
@@ -25,9 +24,11 @@
 //! (tokio's `sync`, re-exported), and core-local channels without atomics
 //! ([`sync::local`]).
 //!
-//! The op API ([`driver::Op`], [`driver::Completable`]) is the one seam other crates build
-//! their operations on; ARCHITECTURE.md in the repository describes the loop, the op
-//! lifecycle and its safety rules, and thread-per-core.
+//! Crates that build their own operations on the runtime (as `corering-net` and
+//! `corering-fs` do) find everything they need in [`ext`]: the op API, the one seam between
+//! the ring and everything built on it, shared fds, the I/O core and raw ops. An
+//! application does not need it. ARCHITECTURE.md in the repository describes the loop, the
+//! op lifecycle and its safety rules, and thread-per-core.
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("this runtime is built on io_uring and runs on Linux only");
@@ -35,14 +36,18 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 mod blocking;
 pub mod buf;
 mod builder;
+mod compat;
 mod context;
 mod cores;
+#[doc(hidden)]
 pub mod driver;
+#[doc(hidden)]
 pub mod error;
 mod executor;
+pub mod ext;
+#[doc(hidden)]
 pub mod fd;
 mod handle;
-pub mod io;
 mod loom;
 mod macros;
 pub mod process;
@@ -52,33 +57,44 @@ mod stats;
 pub mod sync;
 pub mod time;
 
-pub use driver::ops::{close, nop, poll_add, poll_multi, read, splice, write};
-
 pub use builder::Builder;
 pub use driver::{Features, RingFlags};
 pub use executor::{
-    core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
-    yield_now, JoinError, JoinHandle,
+    cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
+    JoinError, JoinHandle,
 };
-/// futures, for [`impl_async_io!`]'s expansion.
-#[doc(hidden)]
-pub use futures as __futures;
 pub use handle::{Handle, TryCurrentError};
-/// The io-uring crate, for [`fd_sqe!`]'s expansion.
-#[doc(hidden)]
-pub use io_uring as __io_uring;
 pub use macros::{main, test};
 pub use runtime::Runtime;
 pub use stats::Stats;
 pub use time::{sleep, timeout};
-/// tokio, for [`impl_async_io!`]'s expansion (its I/O traits need no tokio feature).
+
+// Old paths, kept compiling while callers switch (see `compat.rs`): the raw ops at the
+// root (now `ext::raw`, naming their file by `SharedFd`), `io` (now `ext::io`) and
+// `core_count` (now `cores`).
+#[doc(hidden)]
+pub use compat::{poll_add, poll_multi, read, splice, write};
+#[doc(hidden)]
+pub use executor::cores as core_count;
+#[doc(hidden)]
+pub use ext::io;
+#[doc(hidden)]
+pub use ext::raw::{close, nop};
+
+/// futures, for `impl_async_io!`'s expansion.
+#[doc(hidden)]
+pub use futures as __futures;
+/// The io-uring crate, for callers of `fd_sqe!` from before `ext::io_uring`.
+#[doc(hidden)]
+pub use io_uring as __io_uring;
+/// tokio, for `impl_async_io!`'s expansion (its I/O traits need no tokio feature).
 #[doc(hidden)]
 pub use tokio as __tokio;
 
 /// Tasks: spawning, joining, aborting (tokio's `tokio::task` names).
 pub mod task {
     pub use crate::executor::{
-        spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now, AbortHandle,
+        spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now, AbortHandle, Id,
         JoinError, JoinHandle, JoinSet,
     };
 }
@@ -94,5 +110,5 @@ pub fn features() -> Option<Features> {
 
 /// The current core's counters; `None` outside a runtime.
 pub fn stats() -> Option<Stats> {
-    executor::with_current_core(runtime::core_stats)
+    executor::with_core(runtime::core_stats)
 }

@@ -20,7 +20,7 @@
 /// ```no_run
 /// #[runtime::main]
 /// async fn main() {
-///     runtime::nop().await.unwrap();
+///     runtime::yield_now().await;
 ///     runtime::sleep(std::time::Duration::from_millis(10)).await;
 ///     println!("hello from the ring");
 /// }
@@ -31,7 +31,7 @@
 /// ```no_run
 /// #[runtime::main(entries = 1024)]
 /// async fn main() -> std::io::Result<()> {
-///     runtime::nop().await?;
+///     runtime::time::timeout(std::time::Duration::from_secs(1), runtime::yield_now()).await?;
 ///     let task = runtime::spawn_local(async { 6 * 7 });
 ///     assert_eq!(task.await.unwrap(), 42);
 ///     Ok(())
@@ -43,7 +43,7 @@
 /// ```no_run
 /// fn main() -> std::io::Result<()> {
 ///     let body = async move {
-///         runtime::nop().await?;
+///         runtime::time::timeout(std::time::Duration::from_secs(1), runtime::yield_now()).await?;
 ///         let task = runtime::spawn_local(async { 6 * 7 });
 ///         assert_eq!(task.await.unwrap(), 42);
 ///         Ok(())
@@ -63,7 +63,7 @@
 /// ```no_run
 /// #[runtime::main]
 /// async fn double(x: u32) -> u32 {
-///     runtime::nop().await.unwrap();
+///     runtime::yield_now().await;
 ///     x * 2
 /// }
 ///
@@ -153,13 +153,13 @@ pub use corering_macros::main;
 ///
 /// ```
 /// #[runtime::test]
-/// async fn nop_completes() {
-///     runtime::nop().await.unwrap();
+/// async fn yields() {
+///     runtime::yield_now().await;
 /// }
 ///
 /// #[runtime::test(entries = 8)]
 /// async fn fallible() -> std::io::Result<()> {
-///     runtime::nop().await?;
+///     runtime::time::timeout(std::time::Duration::from_secs(1), runtime::yield_now()).await?;
 ///     Ok(())
 /// }
 /// # fn main() {}

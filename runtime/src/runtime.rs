@@ -1,24 +1,15 @@
 //! [`Runtime`]: core 0 on this thread and the worker cores, built by [`Builder`](crate::Builder).
 
-use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::rc::Rc;
 
+use crate::context;
 use crate::cores::{self, Worker};
 use crate::driver::{Features, RingFlags};
 use crate::executor::{Core, JoinHandle};
 use crate::stats::Stats;
 use crate::Builder;
-
-thread_local! {
-    /// Whether a runtime is alive on this thread (its ring is bound to it).
-    pub(crate) static ALIVE: Cell<bool> = const { Cell::new(false) };
-}
-
-pub(crate) fn set_alive(on: bool) {
-    ALIVE.with(|a| a.set(on));
-}
 
 /// A runtime: core 0 (a ring, a run queue and timers on the building thread, driven by
 /// [`Runtime::block_on`]) and the worker cores, if [`Builder::cores`] asked for them.
@@ -47,6 +38,33 @@ impl Runtime {
     /// If called from inside a `block_on` on this thread, or if `future` panics.
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.core.block_on(future)
+    }
+
+    /// Spawns a `Send` future on one of the runtime's cores, placed as
+    /// [`spawn`](crate::spawn) places it (round-robin), from outside the runtime (tokio's
+    /// `Runtime::spawn`); the handle may be awaited anywhere.
+    ///
+    /// A task placed on a worker core starts at once; one placed on core 0 (this thread's)
+    /// runs when this thread next drives the runtime ([`block_on`](Runtime::block_on)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = runtime::Builder::new().cores(2).build()?;
+    /// let a = rt.spawn(async { 20 });
+    /// let b = rt.spawn(async { runtime::current_core() });
+    /// let (a, b) = rt.block_on(async { (a.await.unwrap(), b.await.unwrap()) });
+    /// assert_eq!(a, 20);
+    /// assert!(b.is_some());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let set = &self.core.set;
+        crate::handle::spawn_on_set(set, set.place(), future)
     }
 
     /// Spawns a task on this runtime from outside `block_on`; it runs at the next
@@ -83,7 +101,7 @@ impl Runtime {
         v
     }
 
-    /// How many cores the runtime runs.
+    /// How many cores the runtime runs ([`runtime::cores`](crate::cores) inside it).
     pub fn cores(&self) -> usize {
         1 + self.workers.len()
     }
@@ -123,7 +141,7 @@ impl Drop for Runtime {
             w.join();
         }
         self.core.shutdown();
-        ALIVE.with(|a| a.set(false));
+        context::set_runtime_alive(false);
         if let Some(old) = &self.unpinned {
             let _ = cores::set_affinity(old);
         }

@@ -11,7 +11,7 @@ use std::ops::Sub;
 /// let before = rt.stats();
 /// rt.block_on(async {
 ///     for _ in 0..10 {
-///         runtime::nop().await.unwrap();
+///         runtime::ext::raw::nop().await.unwrap();
 ///     }
 /// });
 /// let d = rt.stats() - before;

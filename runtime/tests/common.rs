@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
 
 use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 /// A pipe: (read end, write end).
 pub fn pipe() -> (OwnedFd, OwnedFd) {

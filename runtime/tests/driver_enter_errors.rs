@@ -111,7 +111,7 @@ fn a_core_whose_waits_fail_with_enomem_goes_on() {
         let start = Instant::now();
         rt.block_on(async {
             // Submits what is queued (the wake read), so the timed wait below submits nothing.
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             // Waits until the timer with a timeout: ENOMEM, every time, until it is due.
             let enters = runtime::stats().unwrap().enters;
             runtime::sleep(Duration::from_millis(20)).await;
@@ -120,10 +120,10 @@ fn a_core_whose_waits_fail_with_enomem_goes_on() {
                 enters > 10,
                 "the timed waits failed and were retried: {enters} enters"
             );
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             let task = runtime::spawn_local(async {
                 runtime::sleep(Duration::from_millis(5)).await;
-                runtime::nop().await.map(|()| 7)
+                runtime::ext::raw::nop().await.map(|()| 7)
             });
             assert_eq!(task.await.unwrap().unwrap(), 7);
         });

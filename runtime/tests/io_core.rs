@@ -1,4 +1,4 @@
-//! The shared I/O core (`runtime::io`): a write-behind writes again what a short write left,
+//! The shared I/O core (`runtime::ext::io`): a write-behind writes again what a short write left,
 //! keeps its first error's kind, and delivers bytes it reported written after a drop; a
 //! read-ahead lends, consumes and discards its buffer.
 
@@ -13,10 +13,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use runtime::buf::{IoBuf, Slice};
-use runtime::driver::ops::Write;
-use runtime::driver::Op;
-use runtime::fd::SharedFd;
-use runtime::io::{ReadAhead, ReadOp, WriteBehind, WriteOp, CURRENT_POS};
+use runtime::ext::io::{ReadAhead, ReadOp, WriteBehind, WriteOp, CURRENT_POS};
+use runtime::ext::raw::{self, Write};
+use runtime::ext::{Op, SharedFd};
 
 /// A sink that takes at most `max` bytes per write, and fails every write from the
 /// `fail_at`-th on.
@@ -191,7 +190,7 @@ fn read_ahead_lends_consumes_and_discards() {
 #[derive(Clone)]
 struct Fd(SharedFd);
 
-/// `runtime::write` of `buf[from..]`, giving the whole buffer back.
+/// `ext::raw::write` of `buf[from..]`, giving the whole buffer back.
 struct FdWrite(Op<Write<Slice<Vec<u8>>>>);
 
 impl Future for FdWrite {
@@ -208,7 +207,7 @@ impl WriteOp for Fd {
 
     fn write(&self, buf: Vec<u8>, from: usize, offset: u64) -> FdWrite {
         let end = buf.len();
-        FdWrite(runtime::write(self.0.raw(), buf.slice(from..end), offset))
+        FdWrite(raw::write(&self.0, buf.slice(from..end), offset))
     }
 }
 

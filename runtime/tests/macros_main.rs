@@ -5,20 +5,20 @@ use std::time::Duration;
 
 #[runtime::test]
 async fn test_awaits_nop() {
-    runtime::nop().await.unwrap();
+    runtime::ext::raw::nop().await.unwrap();
 }
 
 #[runtime::test(entries = 8)]
 async fn test_with_entries() {
     // More operations than the submission queue has entries, one by one.
     for _ in 0..32 {
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
     }
 }
 
 #[runtime::test]
 async fn test_returns_io_result() -> std::io::Result<()> {
-    runtime::nop().await?;
+    runtime::ext::raw::nop().await?;
     let n: u32 = "42"
         .parse()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
@@ -29,7 +29,7 @@ async fn test_returns_io_result() -> std::io::Result<()> {
 #[runtime::test]
 async fn test_returns_boxed_error() -> Result<(), Box<dyn std::error::Error>> {
     // `?` converts two different error types into the declared one.
-    runtime::nop().await?;
+    runtime::ext::raw::nop().await?;
     let n: u32 = "7".parse()?;
     assert_eq!(n, 7);
     Ok(())
@@ -37,12 +37,12 @@ async fn test_returns_boxed_error() -> Result<(), Box<dyn std::error::Error>> {
 
 #[runtime::test(crate = "runtime")]
 async fn test_with_crate_path() {
-    runtime::nop().await.unwrap();
+    runtime::ext::raw::nop().await.unwrap();
 }
 
 #[runtime::test(crate = "::runtime", entries = 1)]
 async fn test_with_all_arguments() {
-    runtime::nop().await.unwrap();
+    runtime::ext::raw::nop().await.unwrap();
 }
 
 #[runtime::test]
@@ -57,21 +57,21 @@ async fn test_spawn_local_and_sleep() {
 #[runtime::test]
 #[should_panic(expected = "boom")]
 async fn test_keeps_other_attributes() {
-    runtime::nop().await.unwrap();
+    runtime::ext::raw::nop().await.unwrap();
     panic!("boom");
 }
 
 #[runtime::test]
 async fn test_with_inner_attribute() {
     #![allow(unused_variables)]
-    let unused = runtime::nop().await;
+    let unused = runtime::ext::raw::nop().await;
 }
 
 #[test]
 fn main_attribute_on_nested_fn() {
     #[runtime::main]
     async fn app() -> u32 {
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         7
     }
     assert_eq!(app(), 7);
@@ -83,7 +83,7 @@ fn main_attribute_on_nested_fn() {
 fn main_attribute_with_arguments_and_result() {
     #[runtime::main(entries = 16)]
     async fn add(a: u32, b: u32) -> std::io::Result<u32> {
-        runtime::nop().await?;
+        runtime::ext::raw::nop().await?;
         Ok(a + b)
     }
     assert_eq!(add(2, 3).unwrap(), 5);
@@ -94,7 +94,7 @@ fn main_attribute_keeps_visibility_and_moves_arguments() {
     mod inner {
         #[runtime::main]
         pub async fn concat(mut s: String, tail: String) -> String {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             s.push_str(&tail);
             s
         }
@@ -106,7 +106,7 @@ fn main_attribute_keeps_visibility_and_moves_arguments() {
 fn main_attribute_unit_return() {
     #[runtime::main(crate = "runtime")]
     async fn run(flag: &std::cell::Cell<bool>) {
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         flag.set(true);
     }
     let flag = std::cell::Cell::new(false);

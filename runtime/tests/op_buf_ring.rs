@@ -9,7 +9,7 @@ use std::task::Poll;
 
 use io_uring::{opcode, types};
 use runtime::buf::BufRing;
-use runtime::driver::{Cqe, MultiOp, Release};
+use runtime::ext::{Cqe, MultiOp, Release};
 use runtime::Runtime;
 
 /// A multishot read of a pipe that selects buffers from `ring`.
@@ -144,7 +144,7 @@ fn dropping_the_op_mid_stream_is_safe() {
         drop(op);
         runtime::time::sleep(std::time::Duration::from_millis(5)).await;
         write_all(&w, b"def");
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
     });
 }
 

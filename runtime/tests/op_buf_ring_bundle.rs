@@ -7,7 +7,7 @@ use std::task::Poll;
 
 use io_uring::{opcode, types};
 use runtime::buf::BufRing;
-use runtime::driver::{sqe_with_ioprio_bits, Cqe, MultiOp, Release};
+use runtime::ext::{sqe_with_ioprio_bits, Cqe, MultiOp, Release};
 use runtime::Runtime;
 
 /// `IORING_RECVSEND_BUNDLE`.

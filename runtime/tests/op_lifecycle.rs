@@ -62,7 +62,7 @@ fn read_dropped_then_pipe_written_and_runtime_runs_on() {
             assert_pending!(op.poll());
             drop(op);
             write_all(&w, &[round; 100]);
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             // Whatever the dropped read did not take is still in the pipe, or it took it.
             let mut buf = [0u8; 4096];
             // SAFETY: non-blocking drain into a live buffer.
@@ -96,7 +96,7 @@ fn completed_then_dropped_before_repoll_frees_data() {
 fn op_completes_and_wakes_hand_polled_task() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
-        let mut op = tokio_test::task::spawn(runtime::nop());
+        let mut op = tokio_test::task::spawn(runtime::ext::raw::nop());
         assert_pending!(op.poll());
         settle().await;
         assert!(op.is_woken());
@@ -165,7 +165,7 @@ impl std::task::Wake for Counted {
 #[test]
 fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
     use io_uring::squeue;
-    use runtime::driver::{Op, Prep};
+    use runtime::ext::{Op, Prep};
     use std::future::Future;
     use std::sync::Arc;
     use std::task::{Context, Waker};
@@ -183,7 +183,7 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
     let sqes = rt.block_on(async {
         let before = runtime::stats().unwrap().sqes_submitted;
         // SAFETY: the SQE is never made, so it points at nothing.
-        let mut op = unsafe { Op::with_prep(runtime::driver::ops::Nop, Fails) };
+        let mut op = unsafe { Op::with_prep(runtime::ext::raw::Nop, Fails) };
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _ = std::pin::Pin::new(&mut op).poll(&mut Context::from_waker(&waker));
         }));
@@ -199,7 +199,7 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
         "only `counted` and `waker` hold it"
     );
     // The runtime goes on: ops complete.
-    rt.block_on(runtime::nop()).unwrap();
+    rt.block_on(runtime::ext::raw::nop()).unwrap();
 }
 
 #[test]

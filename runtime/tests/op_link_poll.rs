@@ -8,14 +8,14 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use common::pipe;
-use runtime::driver::Link;
+use runtime::ext::Link;
 
 #[test]
 fn chain_of_nops_completes_every_op() {
     let rt = runtime::Runtime::new().unwrap();
     let before = rt.stats();
     let outputs = rt
-        .block_on(Link::new((0..100).map(|_| runtime::nop())))
+        .block_on(Link::new((0..100).map(|_| runtime::ext::raw::nop())))
         .unwrap();
     assert_eq!(outputs.len(), 100);
     assert!(outputs.iter().all(|r| r.is_ok()));
@@ -103,7 +103,7 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
     // must flush them first instead of being split across two submissions.
     let rt = runtime::Builder::new().entries(8).build().unwrap();
     rt.block_on(async {
-        let mut singles: Vec<_> = (0..6).map(|_| runtime::nop()).collect();
+        let mut singles: Vec<_> = (0..6).map(|_| runtime::ext::raw::nop()).collect();
         // Poll each once so their SQEs sit in the SQ.
         std::future::poll_fn(|cx| {
             for op in &mut singles {
@@ -112,7 +112,9 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
             std::task::Poll::Ready(())
         })
         .await;
-        let outputs = Link::new((0..8).map(|_| runtime::nop())).await.unwrap();
+        let outputs = Link::new((0..8).map(|_| runtime::ext::raw::nop()))
+            .await
+            .unwrap();
         assert!(outputs.iter().all(|r| r.is_ok()));
         for op in singles {
             op.await.unwrap();
@@ -124,12 +126,12 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
 fn a_chain_longer_than_the_sq_is_refused() {
     let rt = runtime::Builder::new().entries(8).build().unwrap();
     let err = rt
-        .block_on(Link::new((0..9).map(|_| runtime::nop())))
+        .block_on(Link::new((0..9).map(|_| runtime::ext::raw::nop())))
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("9 linked ops"), "{err}");
     // The runtime carries on.
-    rt.block_on(runtime::nop()).unwrap();
+    rt.block_on(runtime::ext::raw::nop()).unwrap();
 }
 
 #[test]
@@ -164,7 +166,7 @@ fn a_chain_refuses_an_op_already_polled() {
 fn an_empty_chain_resolves_at_once() {
     let rt = runtime::Runtime::new().unwrap();
     let outputs = rt.block_on(Link::new(std::iter::empty::<
-        runtime::driver::Op<runtime::driver::ops::Nop>,
+        runtime::ext::Op<runtime::ext::raw::Nop>,
     >()));
     assert!(outputs.unwrap().is_empty());
 }
@@ -188,7 +190,7 @@ fn dropping_a_chain_in_flight_frees_nothing_early() {
     io::Write::write_all(&mut std::fs::File::from(w), b"late").unwrap();
     rt.block_on(async {
         for _ in 0..10 {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
     });
 }
@@ -201,7 +203,7 @@ fn poll_add_waits_for_readiness() {
     rt.block_on(async {
         let poll = runtime::spawn_local(runtime::poll_add(fd, libc::POLLIN as u32));
         for _ in 0..5 {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
         assert!(!poll.is_finished(), "nothing written yet");
         io::Write::write_all(&mut std::fs::File::from(w), b"x").unwrap();
@@ -235,7 +237,7 @@ fn poll_multi_reports_every_readiness_from_one_sqe() {
             tokio_test::assert_pending!(next.poll());
             drop(next);
             for _ in 0..3 {
-                runtime::nop().await.unwrap();
+                runtime::ext::raw::nop().await.unwrap();
             }
             let mut next = tokio_test::task::spawn(ready.next());
             tokio_test::assert_pending!(next.poll());
@@ -283,7 +285,7 @@ fn dropping_an_armed_poll_multi_leaves_the_runtime_sane() {
         // The cancelled request's CQEs arrive and are dropped by the driver.
         io::Write::write_all(&mut w, b"x").unwrap();
         for _ in 0..10 {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
         // A new request on the same fd sees the byte still there.
         let mut again = runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
@@ -310,7 +312,7 @@ fn a_stream_with_many_queued_events_yields_to_other_tasks() {
         // queues in the stream's slot while nobody polls it.
         for _ in 0..EVENTS {
             io::Write::write_all(&mut w, b"x").unwrap();
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
         let drained = Rc::new(Cell::new(0usize));
         let seen = drained.clone();

@@ -14,7 +14,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types};
-use runtime::driver::{Completable, Cqe, Link, Op, Prep};
+use runtime::ext::{Completable, Cqe, Link, Op, Prep};
 
 /// An op's data: holds a token so a test sees when the driver frees it.
 struct Tracked(#[allow(dead_code)] Rc<()>);
@@ -91,7 +91,7 @@ fn a_panicking_prep_leaves_no_half_chain_behind() {
         assert_prep_panic(&*panic);
         // The chain's first op, had it stayed in the SQ with IO_LINK, would fail and take
         // this NOP down with it (ECANCELED).
-        let res = runtime::nop().await;
+        let res = runtime::ext::raw::nop().await;
         if let Err(e) = res {
             panic!("a NOP after the panicking chain runs on its own, but got: {e}");
         }
@@ -121,7 +121,7 @@ fn a_panicking_prep_behind_an_op_in_flight_does_not_hold_up_the_next_op() {
         let panic = poll_catching(&mut link).await.unwrap_err();
         assert_prep_panic(&*panic);
         // Linked behind the poll, this NOP would wait for input that never comes.
-        let res = runtime::timeout(Duration::from_secs(2), runtime::nop()).await;
+        let res = runtime::timeout(Duration::from_secs(2), runtime::ext::raw::nop()).await;
         res.expect("the NOP is not linked behind the stuck poll")
             .unwrap();
         drop(link);
@@ -154,7 +154,7 @@ fn a_spawned_chain_whose_prep_panics_is_a_join_error_and_the_ring_goes_on() {
             });
             let err = task.await.unwrap_err();
             assert!(err.is_panic(), "{err:?}");
-            let res = runtime::timeout(Duration::from_secs(2), runtime::nop()).await;
+            let res = runtime::timeout(Duration::from_secs(2), runtime::ext::raw::nop()).await;
             res.expect("the NOP is not held up").unwrap();
             assert_eq!(Rc::strong_count(&token), 1, "the chain's data was freed");
         }

@@ -15,7 +15,7 @@ fn nop_round_trips() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
         for _ in 0..1000 {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
     });
     let s = rt.stats();
@@ -35,7 +35,7 @@ fn million_nops_through_an_eight_entry_ring() {
             let done = done.clone();
             handles.push(runtime::spawn_local(async move {
                 for _ in 0..(1_000_000 / 64) {
-                    runtime::nop().await.unwrap();
+                    runtime::ext::raw::nop().await.unwrap();
                     *done.borrow_mut() += 1;
                 }
             }));
@@ -52,7 +52,7 @@ fn many_nops_in_one_batch_overflow_the_cq() {
     // 4,096 nops pushed by one future before any is reaped: far more than the CQ holds.
     let rt = Builder::new().entries(8).cq_entries(16).build().unwrap();
     let n = rt.block_on(async {
-        let ops: Vec<_> = (0..4096).map(|_| runtime::nop()).collect();
+        let ops: Vec<_> = (0..4096).map(|_| runtime::ext::raw::nop()).collect();
         let results = futures::future::join_all(ops).await;
         results.into_iter().filter(|r| r.is_ok()).count()
     });
@@ -81,7 +81,7 @@ fn detached_tasks_still_run() {
         let (tx, rx) = futures::channel::oneshot::channel();
         // The handle is dropped at once: the task runs on, detached.
         drop(runtime::spawn_local(async move {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             tx.send(11).unwrap();
         }));
         rx.await.unwrap()
@@ -94,7 +94,7 @@ fn panic_in_a_task_is_a_join_error_and_the_runtime_goes_on() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
         let h = runtime::spawn_local(async {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             panic!("boom in task");
         });
         let err = h.await.unwrap_err();
@@ -103,7 +103,7 @@ fn panic_in_a_task_is_a_join_error_and_the_runtime_goes_on() {
         let payload = err.try_into_panic().unwrap();
         assert_eq!(*payload.downcast::<&str>().unwrap(), "boom in task");
         // The runtime still works.
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         assert_eq!(runtime::spawn_local(async { 3 }).await.unwrap(), 3);
     });
 }
@@ -276,7 +276,7 @@ fn ring_flags_are_detected() {
     );
     rt.block_on(async {
         for _ in 0..100 {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
         }
         runtime::time::sleep(Duration::from_millis(1)).await;
     });
@@ -299,7 +299,7 @@ fn stats_count_enters_and_batches() {
         for _ in 0..32 {
             hs.push(runtime::spawn_local(async {
                 for _ in 0..1000 {
-                    runtime::nop().await.unwrap();
+                    runtime::ext::raw::nop().await.unwrap();
                 }
             }));
         }
@@ -332,7 +332,7 @@ fn busy_task_does_not_starve_others() {
             let mut n = 0u64;
             // Ops that are always ready: the poll budget makes this task yield.
             while !s.load(Ordering::Relaxed) {
-                runtime::nop().await.unwrap();
+                runtime::ext::raw::nop().await.unwrap();
                 n += 1;
             }
             n

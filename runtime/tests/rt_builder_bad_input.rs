@@ -94,7 +94,7 @@ fn a_cpu_that_does_not_exist_is_an_invalid_input_error() {
         .cpus(before.clone())
         .build()
         .unwrap();
-    rt.block_on(async { runtime::nop().await.unwrap() });
+    rt.block_on(async { runtime::ext::raw::nop().await.unwrap() });
 }
 
 /// The CPUs of this process's cpuset (cgroup v1 or v2), if the kernel says.

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use common::{kernel_version, pipe};
-use runtime::driver::Link;
+use runtime::ext::Link;
 use runtime::{Builder, Features};
 
 /// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
@@ -52,9 +52,9 @@ fn exercise(builder: Builder) -> (runtime::Runtime, Vec<Features>) {
     let rt = builder.cores(2).build().expect("build");
     let seen = rt.block_on(async {
         let here = runtime::features().expect("inside a runtime");
-        runtime::nop().await.expect("nop");
+        runtime::ext::raw::nop().await.expect("nop");
         // A chain: the wait for it asks for a batch (a min-timeout wait where granted).
-        let outs = Link::new((0..4).map(|_| runtime::nop()))
+        let outs = Link::new((0..4).map(|_| runtime::ext::raw::nop()))
             .await
             .expect("linked nops");
         assert_eq!(outs.len(), 4);
@@ -67,7 +67,7 @@ fn exercise(builder: Builder) -> (runtime::Runtime, Vec<Features>) {
         let t = runtime::time::timeout(Duration::from_millis(5), std::future::pending::<()>());
         assert!(t.await.is_err(), "the timeout fires");
         let other = runtime::spawn_on(1, async {
-            runtime::nop().await.expect("nop on core 1");
+            runtime::ext::raw::nop().await.expect("nop on core 1");
             runtime::time::sleep(Duration::from_millis(1)).await;
             (runtime::current_core(), runtime::features())
         })
@@ -200,7 +200,7 @@ fn registered_ring_fds_are_given_back() {
             "runtime {i}: {}",
             rt.features()
         );
-        rt.block_on(async { runtime::nop().await.unwrap() });
+        rt.block_on(async { runtime::ext::raw::nop().await.unwrap() });
     }
 }
 

@@ -55,7 +55,7 @@ fn a_std_thread_spawns_spawns_on_blocks_on_and_runs_blocking_jobs() {
             // Inside the runtime now: ops and timers work, and so does Handle::current.
             runtime::time::sleep(Duration::from_millis(2)).await;
             assert_eq!(Handle::current().cores(), 2);
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             40 + 2
         });
         (park_on(on_one).unwrap(), park_on(blocking).unwrap(), sum)

@@ -17,7 +17,7 @@ fn tasks_spawned_across_two_cores_run_there_and_join() {
     assert_eq!(rt.cores(), 2);
     let (a, b) = rt.block_on(async {
         let on1 = runtime::spawn_on(1, async {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             runtime::time::sleep(Duration::from_millis(2)).await;
             runtime::current_core()
         });
@@ -36,7 +36,7 @@ fn many_tasks_on_the_other_core_all_complete() {
         for i in 0..2000usize {
             let done = done.clone();
             hs.push(runtime::spawn_on(i % 2, async move {
-                runtime::nop().await.unwrap();
+                runtime::ext::raw::nop().await.unwrap();
                 done.fetch_add(1, Ordering::Relaxed);
                 i
             }));
@@ -89,10 +89,10 @@ fn every_core_gets_its_own_ring_with_its_flags() {
     }
     // SINGLE_ISSUER holds: each core submits to its own ring from its own thread.
     rt.block_on(async {
-        runtime::spawn_on(1, async { runtime::nop().await.unwrap() })
+        runtime::spawn_on(1, async { runtime::ext::raw::nop().await.unwrap() })
             .await
             .unwrap();
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
     });
 }
 
@@ -129,7 +129,7 @@ fn a_panic_on_one_core_stays_there() {
     let rt = Builder::new().cores(2).build().unwrap();
     rt.block_on(async {
         let bad = runtime::spawn_on(1, async {
-            runtime::nop().await.unwrap();
+            runtime::ext::raw::nop().await.unwrap();
             panic!("boom on core 1");
         });
         let err = bad.await.unwrap_err();
@@ -150,7 +150,7 @@ fn spawn_on_after_shutdown_of_the_target_is_cancelled_not_hung() {
         let h = runtime::spawn_on(1, async {
             runtime::time::sleep(Duration::from_secs(3600)).await;
         });
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         h
     });
     drop(rt);

@@ -21,7 +21,7 @@ fn no_thread_or_fd_left_behind() {
         );
         rt.block_on(async {
             let h = runtime::spawn_on(1, async {
-                runtime::nop().await.unwrap();
+                runtime::ext::raw::nop().await.unwrap();
                 // Left pending at shutdown: cancelled there.
                 runtime::time::sleep(Duration::from_secs(3600)).await;
             });

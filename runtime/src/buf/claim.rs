@@ -44,7 +44,7 @@ impl BufRing {
     /// allocates nothing. Taking them again gives nothing.
     ///
     /// The buffers of a CQE whose op registered this ring
-    /// ([`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring)) were taken out
+    /// ([`MultiOp::with_buf_ring`](crate::ext::MultiOp::with_buf_ring)) were taken out
     /// of the ring as the driver reaped it, and are handed out as they are. Any other CQE is
     /// read from the ring now, which is right only if nothing was pushed back to the ring
     /// since the kernel posted it: a bundle's buffers are found by their positions in the

@@ -12,15 +12,20 @@
 use std::ops::{Bound, RangeBounds};
 
 mod claim;
-mod core_ring;
+pub(crate) mod core_ring;
 mod ring;
 mod ring_buf;
 
 pub(crate) use claim::Claim;
-pub(crate) use core_ring::release_core_ring;
-pub use core_ring::{core_ring, grow_core_ring};
+pub use core_ring::core_ring;
+pub(crate) use core_ring::CoreRing;
 pub use ring::BufRing;
 pub use ring_buf::RingBuf;
+
+/// Old path of [`ext::grow_core_ring`](crate::ext::grow_core_ring), kept while callers
+/// switch.
+#[doc(hidden)]
+pub use core_ring::grow_core_ring;
 
 /// A buffer the kernel may read from, with a stable address.
 ///

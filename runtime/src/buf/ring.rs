@@ -14,8 +14,8 @@
 //! where it stopped. Small messages then pack into one buffer instead of taking one each.
 //! The CQE names the buffer and the byte count but not the offset: it follows from the
 //! order the kernel posted the CQEs in, so the offsets are assigned as the driver reaps
-//! them (a [`MultiOp`](crate::driver::MultiOp) registered with
-//! [`with_buf_ring`](crate::driver::MultiOp::with_buf_ring)), and each buffer goes back to
+//! them (a [`MultiOp`](crate::ext::MultiOp) registered with
+//! [`with_buf_ring`](crate::ext::MultiOp::with_buf_ring)), and each buffer goes back to
 //! the ring once the kernel has filled it to its end and every chunk of it was dropped.
 //!
 //! # Invariant
@@ -37,6 +37,7 @@ use io_uring::types::BufRingEntry;
 use super::RingBuf;
 use crate::context::{self, CoreId};
 use crate::error::context;
+use crate::ext::BufRingExt;
 
 /// A registered ring of provided buffers on the current core.
 ///
@@ -71,12 +72,12 @@ pub(super) struct Inner {
     /// their end by the kernel (incremental ring).
     pub(super) out: Cell<u32>,
     /// Buffers returned to the ring so far: a reader that found the ring empty waits for
-    /// this count to move past the value it saw ([`BufRing::poll_returned_since`]).
+    /// this count to move past the value it saw ([`BufRingExt::poll_returned_since`]).
     pub(super) returned: Cell<u64>,
     /// Tasks waiting for a buffer to come back, all woken by the next return.
     pub(super) waiters: RefCell<Vec<Waker>>,
     /// Receives that found the ring empty (`ENOBUFS`), as readers reported them.
-    pub(super) empty: Cell<u64>,
+    pub(super) starved: Cell<u64>,
     /// The ring position (tail value) each buffer was last pushed at: a bundle CQE names
     /// its first buffer only, and the rest follow it in ring order.
     pub(super) slot_of: Box<[Cell<u16>]>,
@@ -114,8 +115,9 @@ impl BufRing {
     ///
     /// The offset of a CQE's bytes in its buffer follows from the order the kernel posted
     /// the CQEs in. Ops that pick from this ring must be multishot ops registered with
-    /// [`MultiOp::with_buf_ring`](crate::driver::MultiOp::with_buf_ring), whose offsets the
-    /// driver assigns as it reaps (see [`Cqe::buf_offset`](crate::driver::Cqe::buf_offset)); a CQE without one is placed
+    /// [`MultiOp::with_buf_ring`](crate::ext::MultiOp::with_buf_ring), whose offsets the
+    /// driver assigns as it reaps (see [`Cqe::buf_offset`](crate::ext::Cqe::buf_offset)); a
+    /// CQE without one is placed
     /// when [`take`](BufRing::take) sees it, which is right only when CQEs are taken in the
     /// order they were posted. Fails with the kernel's error on a kernel without it.
     pub fn incremental(entries: u16, buf_len: u32) -> io::Result<BufRing> {
@@ -151,7 +153,7 @@ impl BufRing {
             out: Cell::new(0),
             returned: Cell::new(0),
             waiters: RefCell::new(Vec::new()),
-            empty: Cell::new(0),
+            starved: Cell::new(0),
             slot_of: (0..entries).map(|_| Cell::new(0)).collect(),
             inc: incremental.then(|| (0..entries).map(|_| IncBuf::default()).collect()),
         };
@@ -218,38 +220,40 @@ impl BufRing {
         Some(self.inner.tail.get().wrapping_sub(head))
     }
 
-    /// Records that a receive found the ring empty (its CQE said `ENOBUFS`); readers call
-    /// this so that [`times_empty`](BufRing::times_empty) can tell a ring too small for its
-    /// load.
-    pub fn note_empty(&self) {
-        self.inner.empty.set(self.inner.empty.get() + 1);
+    /// How many receives found the ring empty (`ENOBUFS`) and were starved of buffers, as
+    /// their readers recorded them ([`BufRingExt::note_starved`]): a ring that starves often
+    /// is too small for its load, or its buffers are held too long.
+    pub fn times_starved(&self) -> u64 {
+        self.inner.starved.get()
     }
 
-    /// How many receives found the ring empty, as [`note_empty`](BufRing::note_empty)
-    /// recorded them.
+    /// Whether `self` and `other` are clones of one ring.
+    pub(crate) fn same(&self, other: &BufRing) -> bool {
+        Rc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Old name of [`times_starved`](BufRing::times_starved).
+    #[doc(hidden)]
     pub fn times_empty(&self) -> u64 {
-        self.inner.empty.get()
+        self.times_starved()
     }
 
-    /// How many buffers have come back to the ring so far. A reader whose receive ended with
-    /// `ENOBUFS` (the ring was empty) keeps this value and re-arms once
-    /// [`poll_returned_since`](BufRing::poll_returned_since) says a buffer came back since.
+    /// Old path of [`BufRingExt::note_starved`].
+    #[doc(hidden)]
+    pub fn note_empty(&self) {
+        BufRingExt::note_starved(self);
+    }
+
+    /// Old path of [`BufRingExt::returned`].
+    #[doc(hidden)]
     pub fn returned(&self) -> u64 {
-        self.inner.returned.get()
+        BufRingExt::returned(self)
     }
 
-    /// `Ready` once a buffer has come back to the ring since [`returned`](BufRing::returned)
-    /// read `seen`; otherwise registers the waker, woken by the next return. For re-arming a
-    /// receive that ended with `ENOBUFS`: read [`returned`](BufRing::returned) when the
-    /// kernel reports the empty ring (or check [`available`](BufRing::available)), then
-    /// wait for the count to move. Counting returns, not buffers in our hands, stays right
-    /// when many connections share the ring and CQEs nobody has taken yet hold buffers.
+    /// Old path of [`BufRingExt::poll_returned_since`].
+    #[doc(hidden)]
     pub fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
-        if self.inner.returned.get() != seen {
-            return Poll::Ready(());
-        }
-        self.inner.wait(cx);
-        Poll::Pending
+        BufRingExt::poll_returned_since(self, seen, cx)
     }
 
     /// The buffer `bid` with `len` filled bytes, as the kernel reported it (on an
@@ -369,6 +373,24 @@ fn next_bgid() -> u16 {
     // Group ids are per ring; one process-wide counter keeps them distinct on every core.
     static NEXT: AtomicU16 = AtomicU16::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl BufRingExt for BufRing {
+    fn note_starved(&self) {
+        self.inner.starved.set(self.inner.starved.get() + 1);
+    }
+
+    fn returned(&self) -> u64 {
+        self.inner.returned.get()
+    }
+
+    fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
+        if self.inner.returned.get() != seen {
+            return Poll::Ready(());
+        }
+        self.inner.wait(cx);
+        Poll::Pending
+    }
 }
 
 impl fmt::Debug for BufRing {

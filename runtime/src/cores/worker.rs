@@ -86,12 +86,12 @@ fn worker_main(
     {
         return;
     }
-    crate::runtime::set_alive(true);
+    crate::context::set_runtime_alive(true);
     let res = catch_unwind(AssertUnwindSafe(|| core.block_on(wait_for_stop(shared))));
     // Whatever happened, the core's tasks and ops are dropped and reaped on this thread.
     core.shutdown();
     drop(core);
-    crate::runtime::set_alive(false);
+    crate::context::set_runtime_alive(false);
     if let Err(payload) = res {
         resume_unwind(payload);
     }

@@ -12,7 +12,7 @@ impl Driver {
     /// Queues an `IORING_OP_CLOSE` of direct descriptor `index` (an index in this ring's
     /// fixed-file table), fire and forget: its CQE, posted only on failure where the kernel
     /// can skip successful ones, is dropped. The caller guarantees that no op still names
-    /// the index (the [`SharedFd`](crate::fd::SharedFd) invariant) and that nothing else
+    /// the index (the [`SharedFd`](crate::ext::SharedFd) invariant) and that nothing else
     /// owns it; the slot is free for the kernel to allocate again once the close has run,
     /// at the next submission.
     pub(crate) fn close_fixed(&mut self, index: u32) {

@@ -20,8 +20,7 @@
 mod enter;
 pub(crate) mod features;
 mod fixed;
-pub mod op;
-pub mod ops;
+pub(crate) mod op;
 mod setup;
 mod shutdown;
 mod slots;
@@ -34,14 +33,35 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use crate::context;
+
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
 use op::{complete_op, AfterReap, Lifecycle};
+pub use setup::RingFlags;
+use slots::Slots;
+
+// Old paths of the extension API (`runtime::driver::*`, `runtime::driver::ops::*`), kept
+// while callers switch to `runtime::ext` (this module is hidden from the docs).
+pub use crate::compat::driver_ops as ops;
 pub use op::{
     sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
 };
-pub use setup::RingFlags;
-use slots::Slots;
+
+/// Runs `f` with the current core's driver, then drops the data of ops that finished
+/// meanwhile (`Driver::take_dead`), outside the driver's borrow: for op drops, since op
+/// data may run user code when dropped, which may use the driver (safety rule 2 of `op`).
+///
+/// # Panics
+/// Outside a runtime.
+pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
+    let (r, dead) = context::with_driver(|d| {
+        let r = f(d);
+        (r, d.take_dead())
+    });
+    drop(dead);
+    r
+}
 
 /// `user_data` of the driver's own `ASYNC_CANCEL` SQEs: their CQEs are dropped.
 const CANCEL_TOKEN: u64 = u64::MAX;

@@ -16,9 +16,28 @@ use std::sync::Mutex;
 use std::task::{Context, Poll};
 
 use super::task::RawTask;
+use super::Id;
 
-/// Why a task gave no output: it was aborted (or its runtime shut down), or it panicked.
+/// Why a task gave no output: it was aborted (or its runtime shut down), or it panicked
+/// (tokio's `JoinError`).
+///
+/// # Examples
+///
+/// ```
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let task = runtime::spawn_local(async { panic!("boom") });
+///     let id = task.id();
+///     let err = task.await.unwrap_err();
+///     assert!(err.is_panic() && !err.is_cancelled());
+///     assert_eq!(err.id(), id);
+///     let payload = err.into_panic();
+///     assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub struct JoinError {
+    id: Id,
     repr: Repr,
 }
 
@@ -30,16 +49,23 @@ enum Repr {
 }
 
 impl JoinError {
-    pub(crate) fn cancelled() -> JoinError {
+    pub(crate) fn cancelled(id: Id) -> JoinError {
         JoinError {
+            id,
             repr: Repr::Cancelled,
         }
     }
 
-    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
+    pub(crate) fn panic(id: Id, payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
+            id,
             repr: Repr::Panic(Mutex::new(payload)),
         }
+    }
+
+    /// The id of the task that gave no output.
+    pub fn id(&self) -> Id {
+        self.id
     }
 
     /// Whether the task was aborted or dropped by a shutdown.
@@ -60,6 +86,18 @@ impl JoinError {
         }
     }
 
+    /// The panic's payload, for `std::panic::resume_unwind` (check
+    /// [`is_panic`](JoinError::is_panic) first, or use
+    /// [`try_into_panic`](JoinError::try_into_panic)).
+    ///
+    /// # Panics
+    /// If the task was cancelled rather than panicked, as tokio's does.
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        self.try_into_panic()
+            .unwrap_or_else(|e| panic!("JoinError::into_panic on a task that did not panic: {e}"))
+    }
+
     fn panic_message(&self) -> Option<String> {
         let Repr::Panic(p) = &self.repr else {
             return None;
@@ -74,10 +112,10 @@ impl JoinError {
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Cancelled => f.write_str("task was cancelled"),
+            Repr::Cancelled => write!(f, "task {} was cancelled", self.id),
             Repr::Panic(_) => match self.panic_message() {
-                Some(m) => write!(f, "task panicked: {m}"),
-                None => f.write_str("task panicked"),
+                Some(m) => write!(f, "task {} panicked: {m}", self.id),
+                None => write!(f, "task {} panicked", self.id),
             },
         }
     }
@@ -86,8 +124,13 @@ impl fmt::Display for JoinError {
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Cancelled => f.write_str("JoinError::Cancelled"),
-            Repr::Panic(_) => write!(f, "JoinError::Panic({:?})", self.panic_message()),
+            Repr::Cancelled => write!(f, "JoinError::Cancelled({})", self.id),
+            Repr::Panic(_) => write!(
+                f,
+                "JoinError::Panic({}, {:?})",
+                self.id,
+                self.panic_message()
+            ),
         }
     }
 }
@@ -133,6 +176,11 @@ impl<T> JoinHandle<T> {
     /// Whether the task has finished (output ready, panicked, or aborted).
     pub fn is_finished(&self) -> bool {
         self.raw.is_complete()
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> Id {
+        self.raw.id()
     }
 }
 
@@ -185,11 +233,17 @@ impl AbortHandle {
     pub fn is_finished(&self) -> bool {
         self.raw.is_complete()
     }
+
+    /// The task's id.
+    pub fn id(&self) -> Id {
+        self.raw.id()
+    }
 }
 
 impl fmt::Debug for AbortHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AbortHandle")
+            .field("id", &self.id())
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -204,6 +258,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id())
             .field("finished", &self.is_finished())
             .finish()
     }

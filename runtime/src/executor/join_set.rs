@@ -11,6 +11,8 @@ use super::join::{AbortHandle, JoinError, JoinHandle};
 /// A collection of spawned tasks, awaited in the order they complete (tokio's
 /// `JoinSet`). Dropping the set aborts every task still in it.
 ///
+/// # Examples
+///
 /// ```
 /// use runtime::task::JoinSet;
 ///

@@ -11,11 +11,11 @@
 //! onto the core's remote queue and wakes the core's ring (MSG_RING, or its eventfd, on
 //! which the driver keeps a read armed), once per batch.
 //!
-//! # Invariant
-//! `CONTEXT` points at the core whose loop runs on this thread, for exactly as long as a
-//! `block_on` (or the runtime's shutdown) is on the stack; ops, timers and spawns reach
-//! their core through it.
+//! The thread's current core is the context's (`context::Enter`, entered for exactly as
+//! long as a `block_on` or the runtime's shutdown is on the stack); ops, timers and spawns
+//! reach their core through it.
 
+mod id;
 mod join;
 mod join_set;
 mod spawn;
@@ -23,26 +23,28 @@ mod task;
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
-use std::{io, ptr};
 
 use slab::Slab;
 
+use crate::buf::CoreRing;
 use crate::context::{self, coop, CoreContext};
 use crate::cores::{CoreSet, Shared};
 use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
+pub use id::Id;
+pub(crate) use id::IdBlock;
 pub use join::{AbortHandle, JoinError, JoinHandle};
 pub use join_set::JoinSet;
 pub(crate) use spawn::blocking_job;
 pub use spawn::{
-    core_count, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local,
-    yield_now,
+    cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
 };
 use task::LocalQueue;
 pub(crate) use task::RawTask;
@@ -67,40 +69,19 @@ pub(crate) struct Core {
     owned: RefCell<Slab<RawTask>>,
     tasks_polled: Cell<u64>,
     spare_wakers: RefCell<Vec<Waker>>,
+    /// The ids this core gives the tasks it spawns (a block taken from the process-wide
+    /// counter now and then, so a spawn touches no shared atomic).
+    task_ids: IdBlock,
 }
 
-thread_local! {
-    static CONTEXT: Cell<*const Core> = const { Cell::new(ptr::null()) };
-}
-
-/// Runs `f` on the current core. `None` outside a runtime.
-fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    let p = CONTEXT.with(Cell::get);
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: CONTEXT is non-null only while the core is alive and entered on this
-        // thread (module invariant).
-        Some(f(unsafe { &*p }))
-    }
-}
-
-/// Runs `f` on the current core (for `runtime::stats()`); `None` outside a runtime.
-pub(crate) fn with_current_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    with_core(f)
-}
+pub(crate) use context::with_core;
 
 /// Runs `f` with the current core if it is `owner`'s: this thread runs that core's loop (a
-/// wake here is local). `None` on any other thread, or outside the loop.
+/// wake here is local). `None` on any other thread, or outside the loop. One thread-local
+/// access.
 #[inline]
 fn on_owner<R>(owner: &Arc<Shared>, f: impl FnOnce(&Core) -> R) -> Option<R> {
-    let p = CONTEXT.with(Cell::get);
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null CONTEXT is a live, entered core (module invariant).
-    let core = unsafe { &*p };
-    Arc::ptr_eq(&core.shared, owner).then(|| f(core))
+    with_core(|core| Arc::ptr_eq(&core.shared, owner).then(|| f(core))).flatten()
 }
 
 /// A finished task leaves its core's task list (`task::raw` calls this).
@@ -130,28 +111,6 @@ impl Wake for MainWaker {
     }
 }
 
-/// Sets CONTEXT, and the thread's core context (`context::Enter`), for a scope.
-struct Enter {
-    prev: *const Core,
-    _ctx: context::Enter,
-}
-
-impl Enter {
-    fn new(core: &Core) -> Enter {
-        let prev = CONTEXT.with(|c| c.replace(core));
-        Enter {
-            prev,
-            _ctx: context::Enter::new(&core.ctx),
-        }
-    }
-}
-
-impl Drop for Enter {
-    fn drop(&mut self) {
-        CONTEXT.with(|c| c.set(self.prev));
-    }
-}
-
 /// What the loop reads off a core.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CoreCounters {
@@ -172,6 +131,7 @@ impl Core {
                 driver: RefCell::new(driver),
                 timers: RefCell::new(Timers::default()),
                 features,
+                recv_ring: RefCell::new(CoreRing::default()),
             },
             shared,
             set,
@@ -179,6 +139,7 @@ impl Core {
             owned: RefCell::new(Slab::with_capacity(256)),
             tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
+            task_ids: IdBlock::new(),
         })
     }
 
@@ -194,7 +155,8 @@ impl Core {
     where
         F: Future + 'static,
     {
-        let (run, list, join) = RawTask::new(future, self.shared.clone(), true);
+        let (run, list, join) =
+            RawTask::new(future, self.shared.clone(), true, self.next_task_id());
         let key = self.owned.borrow_mut().insert(list);
         run.set_owned_key(key);
         self.queue.push(run);
@@ -209,19 +171,20 @@ impl Core {
         self.spawn(future)
     }
 
-    /// Whether this thread is inside a `block_on` already.
-    pub(crate) fn entered() -> bool {
-        !CONTEXT.with(Cell::get).is_null()
+    /// An id for a task spawned from this core's thread.
+    #[inline]
+    pub(crate) fn next_task_id(&self) -> Id {
+        self.task_ids.next()
     }
 
     /// Runs `future` to completion, running the core's tasks and ring meanwhile.
     pub(crate) fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
-            !Core::entered(),
+            !context::entered(),
             "cannot start a runtime's block_on from inside a runtime: this thread already \
              runs one (await the future instead, or spawn it)"
         );
-        let _enter = Enter::new(self);
+        let _enter = context::Enter::new(self);
         let main = Arc::new(MainWaker {
             woken: AtomicBool::new(true),
             shared: self.shared.clone(),
@@ -341,7 +304,7 @@ impl Core {
 
     /// Drops every task, closes the remote queue, cancels and reaps every op.
     pub(crate) fn shutdown(&self) {
-        let _enter = Enter::new(self);
+        let _enter = context::Enter::new(self);
         loop {
             let tasks: Vec<RawTask> = self.owned.borrow_mut().drain().collect();
             if tasks.is_empty() {
@@ -376,6 +339,7 @@ impl Core {
             }
         }
         // Every op is reaped: the core's receive ring can be unregistered and freed.
-        crate::buf::release_core_ring();
+        let ring = std::mem::take(&mut *self.ctx.recv_ring.borrow_mut());
+        drop(ring);
     }
 }

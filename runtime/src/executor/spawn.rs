@@ -1,6 +1,6 @@
 //! The spawn API: `spawn_local` and `spawn` on the current core, `spawn_on` and
 //! `spawn_on_local` on another core of the runtime (through its remote queue), and the
-//! runtime's shape as a task sees it (`core_count`, `current_core`, `yield_now`).
+//! runtime's shape as a task sees it (`cores`, `current_core`, `yield_now`).
 
 use std::future::Future;
 use std::task::{Context, Poll};
@@ -256,13 +256,22 @@ where
             current.set.len()
         )
     };
-    let (run, list, join) = RawTask::new(future, shared.clone(), false);
+    let (run, list, join) = RawTask::new(future, shared.clone(), false, current.next_task_id());
     shared.push_spawn(run, list);
     JoinHandle::new(join)
 }
 
-/// How many cores the current runtime has, or `None` outside a runtime.
-pub fn core_count() -> Option<usize> {
+/// How many cores the current runtime has, or `None` outside a runtime (as
+/// [`Runtime::cores`](crate::Runtime::cores) and [`Handle::cores`](crate::Handle::cores)
+/// say from outside).
+///
+/// ```
+/// let rt = runtime::Builder::new().cores(2).build()?;
+/// assert_eq!(runtime::cores(), None);
+/// assert_eq!(rt.block_on(async { runtime::cores() }), Some(2));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn cores() -> Option<usize> {
     with_core(|c| c.set.len())
 }
 

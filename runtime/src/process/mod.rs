@@ -45,6 +45,48 @@ pub use wait::force_poll_fallback;
 use crate::fd::SharedFd;
 
 /// A process builder: std's [`std::process::Command`] with tokio's additions.
+///
+/// # Examples
+///
+/// Run to completion and collect the output:
+///
+/// ```
+/// use runtime::process::Command;
+///
+/// let rt = runtime::Runtime::new()?;
+/// let out = rt.block_on(Command::new("echo").arg("hello").output())?;
+/// assert!(out.status.success());
+/// assert_eq!(out.stdout, b"hello\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// Talk to a child through its pipes, then wait for it:
+///
+/// ```
+/// use futures::{AsyncReadExt, AsyncWriteExt};
+/// use runtime::process::{Command, Stdio};
+///
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let mut child = Command::new("tr")
+///         .arg("a-z")
+///         .arg("A-Z")
+///         .stdin(Stdio::piped())
+///         .stdout(Stdio::piped())
+///         .kill_on_drop(true)
+///         .spawn()?;
+///     let mut stdin = child.stdin.take().unwrap();
+///     stdin.write_all(b"shout").await?;
+///     stdin.close().await?; // the child sees the end of its input
+///     drop(stdin);
+///     let mut shouted = String::new();
+///     child.stdout.take().unwrap().read_to_string(&mut shouted).await?;
+///     assert_eq!(shouted, "SHOUT");
+///     assert!(child.wait().await?.success());
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Command {
     std: std::process::Command,

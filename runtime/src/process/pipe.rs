@@ -29,8 +29,8 @@ use std::task::{Context, Poll};
 use io_uring::{opcode, types};
 
 use crate::driver::{Completable, Cqe, Op};
+use crate::ext::io::{PollRead, PollWrite, ReadAhead, ReadOp, WriteBehind, WriteOp};
 use crate::fd::SharedFd;
-use crate::io::{PollRead, PollWrite, ReadAhead, ReadOp, WriteBehind, WriteOp};
 
 /// Bytes one read asks for.
 const READ_CAP: usize = 16 * 1024;
@@ -233,7 +233,7 @@ impl PollWrite for PipeWriter {
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         self.inner
-            .poll_write_vectored_at(cx, bufs, crate::io::CURRENT_POS)
+            .poll_write_vectored_at(cx, bufs, crate::ext::io::CURRENT_POS)
     }
 
     fn io_is_write_vectored(&self) -> bool {

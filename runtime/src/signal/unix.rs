@@ -20,12 +20,14 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
+use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use io_uring::{opcode, types};
+
 use super::Claimed;
-use crate::driver::ops::{self, Read};
-use crate::driver::Op;
+use crate::ext::{Completable, Cqe, Op};
 
 /// A signal to listen for: tokio's names for the common ones, or any number 1 to 31 through
 /// [`from_raw`](SignalKind::from_raw).
@@ -115,7 +117,7 @@ pub struct Signal {
     claimed: Claimed,
     /// The eventfd read in flight, kept between polls so that a dropped `recv` loses no
     /// delivery.
-    read: Option<Op<Read<Vec<u8>>>>,
+    read: Option<Op<CounterRead>>,
 }
 
 impl std::fmt::Debug for Signal {
@@ -163,10 +165,8 @@ impl Signal {
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
         loop {
             let fd = self.claimed.fd();
-            let op = self
-                .read
-                .get_or_insert_with(|| ops::read(fd, vec![0u8; 8], u64::MAX));
-            let (res, _) = std::task::ready!(Pin::new(op).poll(cx));
+            let op = self.read.get_or_insert_with(|| read_counter(fd));
+            let res = std::task::ready!(Pin::new(op).poll(cx));
             self.read = None;
             match res {
                 Ok(8) => return Poll::Ready(Some(())),
@@ -177,4 +177,31 @@ impl Signal {
             }
         }
     }
+}
+
+/// The data of a read of a signal's eventfd: the 8-byte counter the kernel writes into.
+/// The eventfd is static and never closed, so the op names it by number and holds no fd
+/// (and a [`Signal`] stays `Send`).
+struct CounterRead {
+    _counter: Box<u64>,
+}
+
+impl Completable for CounterRead {
+    type Output = io::Result<usize>;
+
+    fn complete(self, cqe: Cqe) -> io::Result<usize> {
+        cqe.result.map(|n| n as usize)
+    }
+}
+
+/// Reads the eventfd `fd`'s counter (which resets it).
+fn read_counter(fd: RawFd) -> Op<CounterRead> {
+    let mut counter = Box::new(0u64);
+    let ptr = std::ptr::from_mut::<u64>(&mut counter).cast::<u8>();
+    let sqe = opcode::Read::new(types::Fd(fd), ptr, 8)
+        .offset(u64::MAX)
+        .build();
+    // SAFETY: the SQE points only at the boxed counter (8 bytes), which the data owns; a
+    // Box's heap block does not move when the Box does.
+    unsafe { Op::new(CounterRead { _counter: counter }, sqe) }
 }

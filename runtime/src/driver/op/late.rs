@@ -45,7 +45,7 @@ impl<T: 'static> LateCqe for ClosesFixed<T> {
 /// A detached op's data and the handler of its CQE ([`Op::detach`]); the data is freed with
 /// this value, after the handler ran.
 ///
-/// [`Op::detach`]: crate::driver::Op::detach
+/// [`Op::detach`]: crate::ext::Op::detach
 pub(crate) struct Detached<T, F> {
     _data: T,
     done: std::cell::Cell<Option<F>>,

@@ -13,7 +13,7 @@
 //! - `Detached`: a single-shot op left to run to its end ([`Op::detach`]): its data and the
 //!   handler its CQE is given to.
 //!
-//! [`Op::detach`]: crate::driver::Op::detach
+//! [`Op::detach`]: crate::ext::Op::detach
 //!
 //! | from | event | to |
 //! |---|---|---|
@@ -382,7 +382,7 @@ impl Driver {
     /// the handler of its CQE) waits in the slot for the CQE, or, if it is already here,
     /// is given it now. Nothing is cancelled.
     ///
-    /// [`Op::detach`]: crate::driver::Op::detach
+    /// [`Op::detach`]: crate::ext::Op::detach
     pub(crate) fn detach_op(&mut self, key: usize, data: Box<dyn LateCqe>) {
         match &self.ops[key] {
             Lifecycle::Waiting(_) => self.ops[key] = Lifecycle::Detached { data },

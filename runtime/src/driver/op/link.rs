@@ -35,7 +35,7 @@ use crate::driver::{Completable, Driver, Op, Prep};
 /// ```
 /// let rt = runtime::Runtime::new().unwrap();
 /// let outputs = rt.block_on(async {
-///     runtime::driver::Link::new((0..10).map(|_| runtime::nop())).await
+///     runtime::ext::Link::new((0..10).map(|_| runtime::ext::raw::nop())).await
 /// });
 /// let outputs = outputs.unwrap();
 /// assert_eq!(outputs.len(), 10);

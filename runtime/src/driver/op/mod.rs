@@ -19,7 +19,7 @@
 //! 2. **Op data is dropped outside the driver's borrow.** Dropping data runs user code (a
 //!    buffer's `Drop`, an `Rc` count), which may use the runtime and so the driver. The
 //!    driver never drops data itself: it moves what it frees to its dead list, which the
-//!    loop (`Driver::take_dead`) and the op drops (`context::with_driver_freeing`) drop
+//!    loop (`Driver::take_dead`) and the op drops (`driver::with_driver_freeing`) drop
 //!    after the driver's `RefCell` borrow ends.
 
 mod late;

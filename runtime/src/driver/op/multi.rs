@@ -51,7 +51,7 @@ impl<T: 'static> MultiOp<T> {
     /// that arrive after the op is dropped are closed by the driver.
     ///
     /// # Safety
-    /// As for [`Op::new`](crate::driver::Op::new); in addition `sqe` must be a multishot
+    /// As for [`Op::new`](crate::ext::Op::new); in addition `sqe` must be a multishot
     /// opcode (or one that may post several CQEs, such as `SEND_ZC`).
     pub unsafe fn new(data: T, sqe: squeue::Entry, returns_fd: bool) -> Self {
         MultiOp {
@@ -226,7 +226,7 @@ impl<T: 'static> Drop for MultiOp<T> {
             };
             if context::current_core_id() == Some(core) {
                 let data = (self.late)(data);
-                context::with_driver_freeing(|d| d.drop_multi(key, data));
+                crate::driver::with_driver_freeing(|d| d.drop_multi(key, data));
             } else {
                 std::mem::forget(data);
             }

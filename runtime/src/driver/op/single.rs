@@ -16,7 +16,7 @@ use crate::context;
 /// the driver's ignored slot and an `IORING_OP_ASYNC_CANCEL` is queued.
 ///
 /// ```
-/// use runtime::driver::{Completable, Cqe, Op};
+/// use runtime::ext::{Completable, Cqe, Op};
 /// use io_uring::opcode;
 ///
 /// struct MyNop;
@@ -76,7 +76,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
     /// Nothing is submitted until the first poll.
     ///
     /// ```
-    /// use runtime::driver::{Completable, Cqe, Op, Prep};
+    /// use runtime::ext::{Completable, Cqe, Op, Prep};
     /// use io_uring::{opcode, squeue};
     ///
     /// struct MyNop;
@@ -236,7 +236,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
             return;
         }
         let detached = super::late::Detached::new(data, done);
-        context::with_driver_freeing(|d| d.detach_op(key, Box::new(detached)));
+        crate::driver::with_driver_freeing(|d| d.detach_op(key, Box::new(detached)));
     }
 
     /// Dropped while submitted: the data goes to the driver until the final CQE.
@@ -246,7 +246,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
             return;
         };
         if context::current_core_id() == Some(core) {
-            context::with_driver_freeing(|d| {
+            crate::driver::with_driver_freeing(|d| {
                 d.drop_op(key, Box::new(data), super::Produces::of::<T>())
             });
         } else {

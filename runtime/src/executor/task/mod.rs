@@ -25,7 +25,7 @@
 //!   as the poll starts, before the future looks at anything, and a set `SCHEDULED` means a
 //!   drain (and then a poll) is still to come.
 //! - The poll holds one reference (the local queue entry's) for its duration, published in
-//!   `POLL_REF`: the first clone of the task's own waker during the poll, or a wake by
+//!   the thread's context (`context::set_poll_ref`): the first clone of the task's own waker during the poll, or a wake by
 //!   reference that needs a new queue entry, takes it over instead of incrementing the
 //!   count. So a task that awaits one op per poll (clone, wake, poll) does no atomic
 //!   read-modify-write at all.
@@ -42,28 +42,22 @@ mod state;
 mod tests;
 mod waker;
 
-use std::cell::Cell as StdCell;
-
 pub(crate) use queue::LocalQueue;
 pub(crate) use raw::{Header, RawTask, NOT_OWNED};
 pub(crate) use waker::wake;
 
-thread_local! {
-    /// The task this thread is polling whose poll reference is still unclaimed (null when
-    /// none): see the module invariant.
-    pub(super) static POLL_REF: StdCell<*const Header> = const { StdCell::new(std::ptr::null()) };
+use crate::context;
+
+/// Publishes `ptr` as the task this thread polls, its poll reference unclaimed (null when
+/// the poll is over); the pointer lives in the thread's context.
+#[inline(always)]
+fn set_poll_ref(ptr: *const Header) {
+    context::set_poll_ref(ptr.cast());
 }
 
 /// Takes over the poll's reference if `ptr` is the task this thread is polling and its
 /// reference is unclaimed.
 #[inline(always)]
-pub(super) fn take_poll_ref(ptr: *const Header) -> bool {
-    POLL_REF.with(|r| {
-        if r.get() == ptr {
-            r.set(std::ptr::null());
-            true
-        } else {
-            false
-        }
-    })
+fn take_poll_ref(ptr: *const Header) -> bool {
+    context::take_poll_ref(ptr.cast())
 }

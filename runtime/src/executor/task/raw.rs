@@ -15,10 +15,10 @@ use futures::task::AtomicWaker;
 
 use super::state::{RefDec, RemoteWake, State};
 use super::waker::raw_waker;
-use super::{take_poll_ref, POLL_REF};
+use super::{set_poll_ref, take_poll_ref};
 use crate::context::coop;
 use crate::executor::join::JoinError;
-use crate::executor::{Core, Shared};
+use crate::executor::{Core, Id, Shared};
 
 /// Marks a task that is not (or no longer) in its core's task list.
 pub(crate) const NOT_OWNED: usize = usize::MAX;
@@ -39,6 +39,8 @@ pub(crate) struct Header {
     vtable: &'static Vtable,
     /// The owning core: where wakes send the task.
     pub(crate) shared: Arc<Shared>,
+    /// The task's id, for its handles and its `JoinError`.
+    pub(crate) id: Id,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
     pub(crate) owned_key: AtomicUsize,
     /// The task has an entry in its core's local queue. Owner thread only (relaxed loads
@@ -75,17 +77,20 @@ impl RawTask {
     /// Allocates a task for `future`, owned by `shared`'s core. Returns three references:
     /// for the run queue (the task starts queued), the task list, and the join handle.
     /// `local`: the run-queue reference goes to the core's local queue (spawned on the
-    /// owning thread); else to its remote queue, as a remote wake would.
+    /// owning thread); else to its remote queue, as a remote wake would. `id` is the task's
+    /// id (`Core::next_task_id` on a core's thread, else `Id::next`).
     pub(crate) fn new<F: Future + 'static>(
         future: F,
         shared: Arc<Shared>,
         local: bool,
+        id: Id,
     ) -> (RawTask, RawTask, RawTask) {
         let cell = Box::new(Cell {
             header: Header {
                 state: State::new(!local),
                 vtable: vtable::<F>(),
                 shared,
+                id,
                 owned_key: AtomicUsize::new(NOT_OWNED),
                 queued: AtomicBool::new(local),
                 next: AtomicPtr::new(std::ptr::null_mut()),
@@ -95,7 +100,7 @@ impl RawTask {
         });
         let ptr = NonNull::from(Box::leak(cell)).cast::<Header>();
         #[cfg(all(test, not(loom)))]
-        super::tests::LIVE.with(|n| n.set(n.get() + 1));
+        crate::context::count_live_tasks(1);
         (RawTask { ptr }, RawTask { ptr }, RawTask { ptr })
     }
 
@@ -142,6 +147,11 @@ impl RawTask {
 
     pub(crate) fn set_owned_key(&self, key: usize) {
         self.header().owned_key.store(key, Ordering::Relaxed);
+    }
+
+    /// The task's id.
+    pub(crate) fn id(&self) -> Id {
+        self.header().id
     }
 
     pub(crate) fn is_complete(&self) -> bool {
@@ -229,7 +239,7 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
     }
     // `holding`: the poll's reference is still ours (not taken over by a waker clone).
     let (out, holding) = if state.is_cancelled() {
-        (Err(JoinError::cancelled()), true)
+        (Err(JoinError::cancelled(cell.header.id)), true)
     } else {
         // SAFETY: the stage is the owning thread's while the task runs.
         let stage = unsafe { &mut *cell.stage.get() };
@@ -239,12 +249,12 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
         // SAFETY: the future lives in the heap cell and is never moved until it is dropped.
         let fut = unsafe { Pin::new_unchecked(fut) };
         // The waker borrows the poll's reference: no count is taken unless it is cloned,
-        // and the first clone takes the poll's reference over (`POLL_REF`).
+        // and the first clone takes the poll's reference over (`set_poll_ref`).
         // SAFETY: the vtable's functions uphold RawWaker's contract for this header.
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(ptr)) });
         let mut cx = Context::from_waker(&waker);
         coop::reset();
-        POLL_REF.with(|r| r.set(ptr.as_ptr()));
+        set_poll_ref(ptr.as_ptr());
         let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
         let holding = take_poll_ref(ptr.as_ptr());
         match polled {
@@ -257,7 +267,7 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
                 return;
             }
             Ok(Poll::Ready(v)) => (Ok(v), holding),
-            Err(payload) => (Err(JoinError::panic(payload)), holding),
+            Err(payload) => (Err(JoinError::panic(cell.header.id, payload)), holding),
         }
     };
     // SAFETY: on the owning thread; the task is not complete.
@@ -281,7 +291,7 @@ unsafe fn finish<F: Future>(ptr: NonNull<Header>, out: Result<F::Output, JoinErr
     // SAFETY: the stage is ours until COMPLETE is set.
     let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { *stage = Stage::Consumed }));
     let out = match (out, dropped) {
-        (Ok(_), Err(payload)) => Err(JoinError::panic(payload)),
+        (Ok(_), Err(payload)) => Err(JoinError::panic(cell.header.id, payload)),
         (out, _) => out,
     };
     // SAFETY: as above; written before COMPLETE is published.
@@ -307,7 +317,7 @@ unsafe fn shutdown<F: Future>(ptr: NonNull<Header>) {
     // No poll may run it after this: mark it scheduled-and-complete only via finish.
     if !cell.header.state.load().is_complete() {
         // SAFETY: on the owning thread; not complete.
-        unsafe { finish::<F>(ptr, Err(JoinError::cancelled())) };
+        unsafe { finish::<F>(ptr, Err(JoinError::cancelled(cell.header.id))) };
     }
 }
 
@@ -331,7 +341,7 @@ unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
 
 unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
     #[cfg(all(test, not(loom)))]
-    super::tests::LIVE.with(|n| n.set(n.get() - 1));
+    crate::context::count_live_tasks(-1);
     // SAFETY: the last reference is gone; the cell came from Box::leak in `RawTask::new`.
     drop(unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) });
 }

@@ -1,16 +1,12 @@
 //! The reference protocol: every path that takes over, hands on or gives up a reference
-//! ends with every task cell freed (`LIVE` counts the cells this thread allocated and
-//! freed; each test runs on its own thread and frees its cells there).
+//! ends with every task cell freed (the thread's context counts the cells this thread
+//! allocated and freed; each test runs on its own thread and frees its cells there).
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-thread_local! {
-    pub(super) static LIVE: Cell<isize> = const { Cell::new(0) };
-}
-
 fn live() -> isize {
-    LIVE.with(Cell::get)
+    crate::context::live_tasks()
 }
 
 /// A future that parks `times` times, each time leaving a clone of its waker in `slot`

@@ -1,18 +1,20 @@
 //! `IORING_OP_POLL_ADD`: wait until an fd is ready, the io_uring way of `poll(2)`.
 
 use std::io;
-use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use io_uring::{opcode, types};
+use io_uring::opcode;
 
-use crate::driver::{Completable, Cqe, MultiOp, Op};
+use crate::ext::{Completable, Cqe, MultiOp, Op, SharedFd};
 
-/// The data of a poll request: none (the fd and the event mask are in the SQE).
+/// The data of a poll request: the file it waits on (the event mask is in the SQE).
 #[derive(Debug)]
-pub struct PollAdd;
+pub struct PollAdd {
+    /// Keeps the file open until the final CQE.
+    _fd: SharedFd,
+}
 
 impl Completable for PollAdd {
     type Output = io::Result<u32>;
@@ -25,24 +27,26 @@ impl Completable for PollAdd {
 /// Waits until `fd` has one of `events` (`libc::POLLIN`, `POLLOUT`, ...) and resolves to
 /// the events that are set (`revents`), a one-shot `IORING_OP_POLL_ADD`.
 ///
-/// A bad or closed fd gives `EBADF` as an `io::Error`. As with [`read`](crate::read), the
-/// op names `fd` by number: keep it open until the op's final CQE.
+/// The op keeps a clone of `fd` until its final CQE.
 ///
 /// ```
-/// use std::os::fd::AsRawFd;
+/// use runtime::ext::{raw, SharedFd};
 ///
-/// let rt = runtime::Runtime::new().unwrap();
-/// let (reader, mut writer) = std::io::pipe().unwrap();
+/// let rt = runtime::Runtime::new()?;
+/// let (reader, mut writer) = std::io::pipe()?;
+/// let reader = SharedFd::new(reader.into());
 /// rt.block_on(async {
-///     std::io::Write::write_all(&mut writer, b"x").unwrap();
-///     let revents = runtime::poll_add(reader.as_raw_fd(), libc::POLLIN as u32).await.unwrap();
+///     std::io::Write::write_all(&mut writer, b"x")?;
+///     let revents = raw::poll_add(&reader, libc::POLLIN as u32).await?;
 ///     assert_ne!(revents & libc::POLLIN as u32, 0);
-/// });
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn poll_add(fd: RawFd, events: u32) -> Op<PollAdd> {
-    let sqe = opcode::PollAdd::new(types::Fd(fd), events).build();
-    // SAFETY: a poll request points at no memory.
-    unsafe { Op::new(PollAdd, sqe) }
+pub fn poll_add(fd: &SharedFd, events: u32) -> Op<PollAdd> {
+    let sqe = crate::fd_sqe!(fd, |t| opcode::PollAdd::new(t, events).build());
+    // SAFETY: a poll request points at no memory; the data holds the file.
+    unsafe { Op::new(PollAdd { _fd: fd.clone() }, sqe) }
 }
 
 /// The stream [`poll_multi`] returns: one item per readiness event, until the kernel ends
@@ -51,7 +55,8 @@ pub fn poll_add(fd: RawFd, events: u32) -> Op<PollAdd> {
 /// Dropping it while armed hands the request to the driver, which cancels it and keeps its
 /// slot until the final CQE.
 pub struct PollStream {
-    op: MultiOp<()>,
+    /// The data keeps the file open until the final CQE.
+    op: MultiOp<SharedFd>,
 }
 
 impl std::fmt::Debug for PollStream {
@@ -73,33 +78,34 @@ impl std::fmt::Debug for PollStream {
 ///
 /// The stream ends (`None`) after [`PollStream::cancel`], or after an item the kernel sent
 /// as the last one (an error such as `EBADF`, or the request stopped for lack of CQ room),
-/// in which case call `poll_multi` again to re-arm. As with [`poll_add`], the op names `fd`
-/// by number: keep it open while the stream lives.
+/// in which case call `poll_multi` again to re-arm. As with [`poll_add`], the op keeps a
+/// clone of `fd` until its final CQE.
 ///
 /// ```
 /// use futures::StreamExt;
 /// use std::io::{Read, Write};
-/// use std::os::fd::AsRawFd;
+/// use runtime::ext::{raw, SharedFd};
 ///
-/// let rt = runtime::Runtime::new().unwrap();
-/// let (mut reader, mut writer) = std::io::pipe().unwrap();
+/// let rt = runtime::Runtime::new()?;
+/// let (mut reader, mut writer) = std::io::pipe()?;
+/// let watched = SharedFd::new(reader.try_clone()?.into());
 /// rt.block_on(async {
-///     let mut ready = runtime::poll_multi(reader.as_raw_fd(), libc::POLLIN as u32);
+///     let mut ready = raw::poll_multi(&watched, libc::POLLIN as u32);
 ///     for _ in 0..3 {
-///         writer.write_all(b"x").unwrap();
-///         let revents = ready.next().await.unwrap().unwrap();
+///         writer.write_all(b"x")?;
+///         let revents = ready.next().await.unwrap()?;
 ///         assert_ne!(revents & libc::POLLIN as u32, 0);
-///         reader.read_exact(&mut [0u8; 1]).unwrap();
+///         reader.read_exact(&mut [0u8; 1])?;
 ///     }
-/// });
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn poll_multi(fd: RawFd, events: u32) -> PollStream {
-    let sqe = opcode::PollAdd::new(types::Fd(fd), events)
-        .multi(true)
-        .build();
+pub fn poll_multi(fd: &SharedFd, events: u32) -> PollStream {
+    let sqe = crate::fd_sqe!(fd, |t| opcode::PollAdd::new(t, events).multi(true).build());
     // SAFETY: a poll request points at no memory; POLL_ADD with IORING_POLL_ADD_MULTI is a
-    // multishot opcode.
-    let op = unsafe { MultiOp::new((), sqe, false) };
+    // multishot opcode; the data holds the file.
+    let op = unsafe { MultiOp::new(fd.clone(), sqe, false) };
     PollStream { op }
 }
 

@@ -9,8 +9,7 @@ use std::io;
 use io_uring::opcode;
 
 use crate::buf::{IoBuf, IoBufMut};
-use crate::driver::{Completable, Cqe, Op};
-use crate::fd::SharedFd;
+use crate::ext::{Completable, Cqe, Op, SharedFd};
 
 /// The data of a vectored read: the fd, the buffers, their iovecs.
 pub struct ReadvAt<B> {
@@ -83,7 +82,7 @@ pub fn readv_at<B: IoBufMut>(fd: &SharedFd, mut bufs: Vec<B>, pos: u64) -> Op<Re
 /// Writes the initialised bytes of `bufs` to `fd` at `pos`, in order.
 ///
 /// As `writev(2)`, a write to a socket or pipe whose reader is gone raises `SIGPIPE` (see
-/// [`write`](crate::write)); `net`'s streams send with `MSG_NOSIGNAL` instead.
+/// [`write`](super::write)); `corering-net`'s streams send with `MSG_NOSIGNAL` instead.
 pub fn writev_at<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>, pos: u64) -> Op<WritevAt<B>> {
     let iovecs: Box<[libc::iovec]> = bufs
         .iter()

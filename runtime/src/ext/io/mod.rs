@@ -23,7 +23,7 @@
 //!   detached ([`WriteOp::detach`]). The write is never cancelled.
 //! - Errors keep their kind, and a write-behind's first error sticks.
 //!
-//! [`impl_async_io!`](crate::impl_async_io) generates the futures-io (and, under the
+//! [`impl_async_io!`](crate::ext::impl_async_io) generates the futures-io (and, under the
 //! calling crate's `tokio-io` feature, tokio) traits for a type implementing [`PollRead`] or
 //! [`PollWrite`].
 
@@ -103,14 +103,14 @@ pub trait WriteOp: Clone + 'static {
 
     /// Lets `op` run to its end with no one waiting for it, where it cannot be finished by a
     /// task (its task is dropped at shutdown, or there is no runtime): never a cancel.
-    /// Ops of the runtime call [`Op::detach`](crate::driver::Op::detach) (a detached op
+    /// Ops of the runtime call [`Op::detach`](crate::ext::Op::detach) (a detached op
     /// gets time to finish at shutdown); the default drops `op`.
     fn detach(op: Self::Op) {
         drop(op);
     }
 }
 
-/// The read side a type offers to [`impl_async_io!`](crate::impl_async_io)'s `read` arm.
+/// The read side a type offers to [`impl_async_io!`](crate::ext::impl_async_io)'s `read` arm.
 ///
 /// The method names are the traits' with an `io_` prefix, so they never hide tokio's or
 /// futures' methods.
@@ -142,7 +142,7 @@ pub trait PollRead {
     }
 }
 
-/// The write side a type offers to [`impl_async_io!`](crate::impl_async_io)'s `write` arm.
+/// The write side a type offers to [`impl_async_io!`](crate::ext::impl_async_io)'s `write` arm.
 pub trait PollWrite {
     /// `AsyncWrite::poll_write`.
     fn io_poll_write(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>>;

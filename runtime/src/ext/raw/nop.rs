@@ -4,7 +4,7 @@ use std::io;
 
 use io_uring::{opcode, squeue};
 
-use crate::driver::{Completable, Cqe, Op, Prep};
+use crate::ext::{Completable, Cqe, Op, Prep};
 
 /// The data of a NOP: none.
 #[derive(Debug)]
@@ -32,8 +32,9 @@ impl Prep for NopSqe {
 /// Sends one `IORING_OP_NOP` through the ring and resolves on its CQE.
 ///
 /// ```
-/// let rt = runtime::Runtime::new().unwrap();
-/// rt.block_on(async { runtime::nop().await.unwrap() });
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(runtime::ext::raw::nop())?;
+/// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn nop() -> Op<Nop, NopSqe> {
     // SAFETY: a NOP points at no memory.

@@ -1,9 +1,9 @@
-//! [`impl_async_io!`](crate::impl_async_io): the futures-io and tokio I/O traits, written
+//! [`impl_async_io!`](crate::ext::impl_async_io): the futures-io and tokio I/O traits, written
 //! once, for every stream type of the runtime and of crates built on it.
 
 /// Implements `futures::io::{AsyncRead, AsyncBufRead}` (`read:` arm) or
 /// `futures::io::AsyncWrite` (`write:` arm) for `Unpin` types implementing
-/// [`io::PollRead`](crate::io::PollRead) or [`io::PollWrite`](crate::io::PollWrite), and
+/// [`io::PollRead`](crate::ext::io::PollRead) or [`io::PollWrite`](crate::ext::io::PollWrite), and
 /// tokio's traits of the same names where the *calling* crate's `tokio-io` feature is on
 /// (the `cfg` is evaluated where the macro expands). tokio's `poll_shutdown` is
 /// `poll_close`.
@@ -12,6 +12,9 @@
 /// runtime::impl_async_io!(read: MyReader, MyStream);
 /// runtime::impl_async_io!(write: MyWriter, MyStream);
 /// ```
+// Documented at `runtime::ext::impl_async_io`; `runtime::impl_async_io` is where
+// `macro_export` puts it.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! impl_async_io {
     (read: $($ty:ty),+ $(,)?) => {$(
@@ -21,7 +24,7 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 buf: &mut [u8],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
-                $crate::io::PollRead::io_poll_read(self.get_mut(), cx, buf)
+                $crate::ext::io::PollRead::io_poll_read(self.get_mut(), cx, buf)
             }
         }
 
@@ -30,11 +33,11 @@ macro_rules! impl_async_io {
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<&[u8]>> {
-                $crate::io::PollRead::io_poll_fill_buf(self.get_mut(), cx)
+                $crate::ext::io::PollRead::io_poll_fill_buf(self.get_mut(), cx)
             }
 
             fn consume(self: ::std::pin::Pin<&mut Self>, amt: usize) {
-                $crate::io::PollRead::io_consume(self.get_mut(), amt)
+                $crate::ext::io::PollRead::io_consume(self.get_mut(), amt)
             }
         }
 
@@ -45,7 +48,7 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 buf: &mut $crate::__tokio::io::ReadBuf<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
-                $crate::io::PollRead::io_poll_read_buf(self.get_mut(), cx, buf)
+                $crate::ext::io::PollRead::io_poll_read_buf(self.get_mut(), cx, buf)
             }
         }
 
@@ -55,11 +58,11 @@ macro_rules! impl_async_io {
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<&[u8]>> {
-                $crate::io::PollRead::io_poll_fill_buf(self.get_mut(), cx)
+                $crate::ext::io::PollRead::io_poll_fill_buf(self.get_mut(), cx)
             }
 
             fn consume(self: ::std::pin::Pin<&mut Self>, amt: usize) {
-                $crate::io::PollRead::io_consume(self.get_mut(), amt)
+                $crate::ext::io::PollRead::io_consume(self.get_mut(), amt)
             }
         }
     )+};
@@ -70,7 +73,7 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 buf: &[u8],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
-                $crate::io::PollWrite::io_poll_write(self.get_mut(), cx, buf)
+                $crate::ext::io::PollWrite::io_poll_write(self.get_mut(), cx, buf)
             }
 
             fn poll_write_vectored(
@@ -78,21 +81,21 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 bufs: &[::std::io::IoSlice<'_>],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
-                $crate::io::PollWrite::io_poll_write_vectored(self.get_mut(), cx, bufs)
+                $crate::ext::io::PollWrite::io_poll_write_vectored(self.get_mut(), cx, bufs)
             }
 
             fn poll_flush(
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
-                $crate::io::PollWrite::io_poll_flush(self.get_mut(), cx)
+                $crate::ext::io::PollWrite::io_poll_flush(self.get_mut(), cx)
             }
 
             fn poll_close(
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
-                $crate::io::PollWrite::io_poll_close(self.get_mut(), cx)
+                $crate::ext::io::PollWrite::io_poll_close(self.get_mut(), cx)
             }
         }
 
@@ -103,7 +106,7 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 buf: &[u8],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
-                $crate::io::PollWrite::io_poll_write(self.get_mut(), cx, buf)
+                $crate::ext::io::PollWrite::io_poll_write(self.get_mut(), cx, buf)
             }
 
             fn poll_write_vectored(
@@ -111,25 +114,25 @@ macro_rules! impl_async_io {
                 cx: &mut ::std::task::Context<'_>,
                 bufs: &[::std::io::IoSlice<'_>],
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
-                $crate::io::PollWrite::io_poll_write_vectored(self.get_mut(), cx, bufs)
+                $crate::ext::io::PollWrite::io_poll_write_vectored(self.get_mut(), cx, bufs)
             }
 
             fn is_write_vectored(&self) -> bool {
-                $crate::io::PollWrite::io_is_write_vectored(self)
+                $crate::ext::io::PollWrite::io_is_write_vectored(self)
             }
 
             fn poll_flush(
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
-                $crate::io::PollWrite::io_poll_flush(self.get_mut(), cx)
+                $crate::ext::io::PollWrite::io_poll_flush(self.get_mut(), cx)
             }
 
             fn poll_shutdown(
                 self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,
             ) -> ::std::task::Poll<::std::io::Result<()>> {
-                $crate::io::PollWrite::io_poll_close(self.get_mut(), cx)
+                $crate::ext::io::PollWrite::io_poll_close(self.get_mut(), cx)
             }
         }
     )+};

@@ -1,0 +1,113 @@
+//! The extension API: for crates that build their own ops on this runtime. `corering-net`
+//! and `corering-fs` are its users; an application does not need it (it uses those crates,
+//! and the runtime's root: `spawn`, `time`, `sync`, `buf`, ...).
+//!
+//! Everything a crate author reaches for is here, and only here:
+//!
+//! - **The op API**, the one seam between the ring and everything built on it: an op's
+//!   data implements [`Completable`] (it owns what the kernel reads or writes, and turns
+//!   the CQE into the output), and [`Op::new`] (one SQE, one CQE), [`MultiOp::new`]
+//!   (multishot: CQEs until one comes without `IORING_CQE_F_MORE`) or [`Link::new`] (ops
+//!   chained with `IOSQE_IO_LINK`) make it a future. SQEs are built with the
+//!   [`io_uring`] crate (re-exported, so the version matches the runtime's), plus
+//!   [`sqe_with_optlen`] and [`sqe_with_ioprio_bits`] for the fields its builders lack.
+//!   The op lifecycle keeps the safety rule: memory the kernel may touch is never freed or
+//!   moved before the op's final CQE, even if the future is dropped (ARCHITECTURE.md, "The
+//!   op lifecycle").
+//! - **Files**: [`SharedFd`], the fd an op keeps a clone of in its data so the file is
+//!   closed only after the op's final CQE (a regular fd or a direct descriptor), and
+//!   [`fd_sqe!`] to build an SQE for either kind.
+//! - **Provided-buffer rings**: [`grow_core_ring`] and [`BufRingExt`], what a reader of the
+//!   core's receive ring ([`buf::core_ring`](crate::buf::core_ring)) reports and waits on.
+//! - **The I/O core** ([`io`]): read-ahead and write-behind over owned-buffer ops, and
+//!   [`impl_async_io!`] for the futures-io and tokio traits.
+//! - **Raw ops** ([`raw`]): one opcode each (read, write, close, nop, poll, splice,
+//!   vectored), built on the op API like any other crate's.
+//! - **Errors**: [`error_context`] for setup and path errors.
+//!
+//! # Examples
+//!
+//! A new op: `IORING_OP_FSYNC` on a [`SharedFd`], awaited like any other.
+//!
+//! ```
+//! use std::io;
+//! use runtime::ext::io_uring::opcode;
+//! use runtime::ext::{fd_sqe, Completable, Cqe, Op, SharedFd};
+//!
+//! /// The op's data: the file, kept open until the final CQE.
+//! struct Fsync {
+//!     _fd: SharedFd,
+//! }
+//!
+//! impl Completable for Fsync {
+//!     type Output = io::Result<()>;
+//!
+//!     fn complete(self, cqe: Cqe) -> io::Result<()> {
+//!         cqe.result.map(|_| ())
+//!     }
+//! }
+//!
+//! fn fsync(fd: &SharedFd) -> Op<Fsync> {
+//!     let sqe = fd_sqe!(fd, |t| opcode::Fsync::new(t).build());
+//!     // SAFETY: an fsync points at no memory; the data holds the file.
+//!     unsafe { Op::new(Fsync { _fd: fd.clone() }, sqe) }
+//! }
+//!
+//! let rt = runtime::Runtime::new()?;
+//! let file = std::fs::File::create(std::env::temp_dir().join("ext-fsync-doc"))?;
+//! let fd = SharedFd::new(file.into());
+//! rt.block_on(fsync(&fd))?;
+//! # Ok::<(), io::Error>(())
+//! ```
+
+use std::task::{Context, Poll};
+
+pub mod io;
+pub mod raw;
+
+/// The io-uring crate (0.7) whose SQE builders ([`io_uring::opcode`]) and entries
+/// ([`io_uring::squeue::Entry`]) the op API takes: use this one, so the versions match.
+pub use io_uring;
+
+pub use crate::buf::core_ring::grow_core_ring;
+pub use crate::driver::op::{
+    sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
+};
+pub use crate::error::context as error_context;
+pub use crate::fd::{FdTarget, SharedFd};
+#[doc(inline)]
+pub use crate::{fd_sqe, impl_async_io};
+
+mod sealed {
+    /// Keeps [`BufRingExt`](super::BufRingExt) implemented by the runtime's types only.
+    pub trait Sealed {}
+}
+
+/// What a reader of a provided-buffer ring ([`BufRing`](crate::buf::BufRing)) reports to
+/// it and waits on: a receive that found the ring empty (`ENOBUFS`) records it, and waits
+/// for a buffer to come back before it re-arms.
+///
+/// Implemented by [`BufRing`](crate::buf::BufRing) only.
+pub trait BufRingExt: sealed::Sealed {
+    /// Records that a receive found the ring empty (its CQE said `ENOBUFS`), so that
+    /// [`BufRing::times_starved`](crate::buf::BufRing::times_starved) can tell a ring too
+    /// small for its load.
+    fn note_starved(&self);
+
+    /// How many buffers have come back to the ring so far. A reader whose receive ended
+    /// with `ENOBUFS` (the ring was empty) keeps this value and re-arms once
+    /// [`poll_returned_since`](BufRingExt::poll_returned_since) says a buffer came back
+    /// since.
+    fn returned(&self) -> u64;
+
+    /// `Ready` once a buffer has come back to the ring since
+    /// [`returned`](BufRingExt::returned) read `seen`; otherwise registers the waker, woken
+    /// by the next return. For re-arming a receive that ended with `ENOBUFS`: read
+    /// `returned` when the kernel reports the empty ring (or check
+    /// [`BufRing::available`](crate::buf::BufRing::available)), then wait for the count to
+    /// move. Counting returns, not buffers in our hands, stays right when many connections
+    /// share the ring and CQEs nobody has taken yet hold buffers.
+    fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()>;
+}
+
+impl sealed::Sealed for crate::buf::BufRing {}
