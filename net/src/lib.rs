@@ -65,6 +65,13 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 //!
+//! # One stream type, two families
+//! [`TcpStream`] and [`UnixStream`] are one type, [`stream::StreamSocket`], for the two
+//! address families [`stream::Tcp`] and [`stream::Unix`]: the same methods, traits and
+//! halves, written once ([`stream`]); each family adds its own connecting, socket options
+//! and std conversions. The names tokio users know (`TcpStream`, `tcp::OwnedReadHalf`,
+//! `unix::OwnedReadHalf`, `unix::Incoming`, ...) are aliases of it and its companions.
+//!
 //! # Two ways to do I/O
 //! Every stream socket ([`TcpStream`], [`UnixStream`], their halves) offers both:
 //!
@@ -140,37 +147,30 @@
 //! # From tokio
 //! - `TcpListener::bind` is synchronous (drop the `.await`): `bind(2)` and `listen(2)` never
 //!   block. `accept()` is the same; [`TcpListener::incoming_with_addr`] streams
-//!   `(TcpStream, SocketAddr)` too.
+//!   `(TcpStream, SocketAddr)` too (and [`UnixListener::incoming_with_addr`] Unix ones).
 //! - `split`, `into_split`, `peer_addr`, `set_nodelay` have tokio's names; timers
 //!   (`runtime::time`) have tokio's `Interval` and `MissedTickBehavior`.
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("net is built on io_uring and runs on Linux only");
 
-mod accept_stream;
-mod addr;
-mod error;
-mod fd;
 #[cfg(feature = "hyper")]
 pub mod hyper;
 mod io;
 mod ops;
-mod recv_stream;
-mod resolve;
-mod serve;
+pub mod stream;
+mod sys;
 pub mod tcp;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod udp;
 pub mod unix;
 
-pub use io::Chunk;
-pub use recv_stream::RecvStream;
-pub use resolve::{lookup_host, ToSocketAddrs};
-pub use serve::{serve, Server};
+pub use io::{Chunk, RecvStream};
+pub use sys::resolve::{lookup_host, ToSocketAddrs};
 pub use tcp::{
-    Incoming, IncomingWithAddr, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError,
-    TcpListener, TcpStream,
+    serve, Incoming, IncomingWithAddr, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError,
+    Server, TcpListener, TcpStream,
 };
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};

@@ -14,22 +14,43 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 
 use runtime::buf::{IoBuf, IoBufMut};
+use runtime::error::context;
+use runtime::fd::SharedFd;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use crate::addr::SockAddrBuf;
-use crate::error::context;
-use crate::fd::SharedFd;
 use crate::ops;
-use crate::resolve::{each_addr, no_addresses, resolve, ToSocketAddrs};
+use crate::sys::inet_addr;
+use crate::sys::resolve::{each_addr, no_addresses, resolve, ToSocketAddrs};
+use crate::sys::sockaddr::SockAddrBuf;
 
 /// A UDP socket.
 ///
 /// The socket is closed once, when it and every op still in the kernel for it are dropped.
 /// Several ops may be in flight at once (a receive and a send from two tasks, say), as the
 /// methods take `&self`. The type is `!Send`: it stays on the core that made it.
+///
+/// # Examples
+///
+/// ```
+/// use corering_net::UdpSocket;
+///
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let a = UdpSocket::bind("127.0.0.1:0")?;
+///     let b = UdpSocket::bind("127.0.0.1:0")?;
+///     // One datagram, to an address; the buffer comes back with the count.
+///     let (res, _) = a.send_to(b"ping".to_vec(), b.local_addr()?).await;
+///     assert_eq!(res?, 4);
+///     let (res, buf) = b.recv_from(vec![0u8; 64]).await;
+///     let (n, from) = res?;
+///     assert_eq!((&buf[..n], from), (&b"ping"[..], a.local_addr()?));
+///     Ok::<_, std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct UdpSocket {
     fd: SharedFd,
@@ -133,12 +154,12 @@ impl UdpSocket {
 
     /// The address the socket is bound to (with the port the kernel picked for port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        crate::tcp::inet_addr(SockRef::from(&self.fd).local_addr())
+        inet_addr(SockRef::from(&self.fd).local_addr())
     }
 
     /// The peer set by [`connect`](UdpSocket::connect); `NotConnected` if there is none.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        crate::tcp::inet_addr(SockRef::from(&self.fd).peer_addr())
+        inet_addr(SockRef::from(&self.fd).peer_addr())
     }
 
     /// Sets `SO_BROADCAST`: allow sending to a broadcast address.
@@ -176,17 +197,7 @@ impl UdpSocket {
     }
 }
 
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for UdpSocket {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+crate::sys::impl_as_fd!(impl[] UdpSocket);
 
 impl IntoRawFd for UdpSocket {
     /// The fd, now the caller's to close.

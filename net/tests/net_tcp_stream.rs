@@ -310,8 +310,14 @@ async fn halves_reunite_and_options() {
     let (ar, aw) = a.into_split();
     let (br, bw) = b.into_split();
     assert_eq!(ar.local_addr().unwrap(), aw.local_addr().unwrap());
-    let err = ar.reunite(bw).unwrap_err();
-    let corering_net::ReuniteError(ar, bw) = err;
+    let err: corering_net::ReuniteError = ar.reunite(bw).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tried to reunite halves of different TCP streams"
+    );
+    // `ReuniteError` is an alias of the generic `stream::ReuniteError<Tcp>`: its fields are
+    // reached by name (a tuple pattern needs the generic type's own path).
+    let corering_net::stream::ReuniteError(ar, bw) = err;
     let a = ar.reunite(aw).unwrap();
     assert!(a.nodelay().unwrap());
     let _b = br.reunite(bw).unwrap();

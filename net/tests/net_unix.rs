@@ -377,3 +377,55 @@ async fn std_round_trip() {
     .await
     .unwrap();
 }
+
+/// What Unix streams share with TCP's since both are one stream type: `readv_owned` (also on
+/// the read half), `incoming_with_addr`, `recv_stream`, and `is_direct` (never, for Unix).
+#[runtime::test]
+async fn same_methods_as_tcp() {
+    let dir = TempDir::new("same");
+    let path = dir.path("s.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    timeout(LIMIT, async {
+        let client = runtime::spawn_local({
+            let path = path.clone();
+            async move {
+                let stream = UnixStream::connect(path).await?;
+                let (res, _) = stream
+                    .writev_all_owned(vec![b"ab".to_vec(), b"cdef".to_vec()])
+                    .await;
+                res?;
+                Ok::<_, io::Error>(stream)
+            }
+        });
+        let mut incoming = listener.incoming_with_addr();
+        let (server, peer) = incoming.next().await.expect("never ends").unwrap();
+        assert!(peer.is_unnamed());
+        assert!(!server.is_direct());
+        let client = client.await.unwrap().unwrap();
+
+        // Vectored owned read, filling the buffers in order.
+        let (rd, wr) = server.into_split();
+        let mut got = Vec::new();
+        while got.len() < 6 {
+            let (res, bufs) = rd.readv_owned(vec![vec![0u8; 2], vec![0u8; 16]]).await;
+            let n = res.unwrap();
+            let mut left = n;
+            for b in &bufs {
+                let k = left.min(b.len());
+                got.extend_from_slice(&b[..k]);
+                left -= k;
+            }
+        }
+        assert_eq!(got, b"abcdef");
+
+        // A multishot receive into a ring of the caller's.
+        let ring = runtime::buf::BufRing::new(8, 64).unwrap();
+        let mut chunks = client.recv_stream(&ring);
+        let (res, _) = wr.write_all_owned(b"ring".to_vec()).await;
+        res.unwrap();
+        let chunk = chunks.next().await.expect("a chunk").unwrap();
+        assert_eq!(&chunk[..], b"ring");
+    })
+    .await
+    .unwrap();
+}

@@ -6,12 +6,13 @@ use std::ops::Deref;
 
 use runtime::buf::{IoBuf, RingBuf};
 
-/// A chunk of received bytes, from [`TcpStream::read_chunk`](crate::TcpStream::read_chunk)
-/// (and the other streams' `read_chunk`): a provided buffer of the core's ring (returned to
+/// A chunk of received bytes, from a stream socket's
+/// [`read_chunk`](crate::stream::StreamSocket::read_chunk) (TCP's, Unix's or a read half's): a provided buffer of the core's ring (returned to
 /// it when the chunk is dropped), or, where the core has no ring, a buffer of its own.
 ///
 /// Derefs to the bytes; empty at end of stream. It is an [`IoBuf`], so it can be written
-/// out as it is (`write_all(chunk)`): an echo copies nothing.
+/// out as it is (`write_chunk(chunk)`, or `write_all_owned(chunk)`): an echo copies
+/// nothing.
 pub struct Chunk(ChunkInner);
 
 enum ChunkInner {

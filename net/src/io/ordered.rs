@@ -1,4 +1,4 @@
-//! The owned-buffer calls (`read`, `write_all`, ...) ordered with the buffered state that
+//! The owned-buffer calls (`read_owned`, `write_all_owned`, ...) ordered with the buffered state that
 //! the poll traits and `read_chunk`/`write_chunk` keep, so a socket has one reader and one
 //! writer per direction whatever mix of APIs its user calls:
 //! - a read first hands out what the buffered path holds (a received chunk, a multishot
@@ -14,9 +14,9 @@ use std::io;
 use std::task::Poll;
 
 use runtime::buf::IoBufMut;
+use runtime::fd::SharedFd;
 
 use super::{owned, ReadState, WriteState};
-use crate::fd::SharedFd;
 
 /// Copies as much of `src` as fits into `buf` (from its start, as a receive would) and
 /// records the bytes as initialised; returns how many.

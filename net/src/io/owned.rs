@@ -1,7 +1,9 @@
 //! Owned-buffer reads and writes on a stream socket: `recv(2)` and `send(2)` through the ring.
 //!
-//! A zero-length buffer is answered with `Ok(0)` without submitting. `read_exact` and
-//! `write_all` loop over short transfers with `Slice`s of the caller's buffer; the buffer
+//! What the streams' `read_owned`, `write_owned`, `write_all_owned`, `writev_owned`,
+//! `writev_all_owned` and `write_all_from` submit once `io::ordered` has put them in order.
+//! A zero-length buffer is answered with `Ok(0)` without submitting. [`write_all`] and
+//! [`writev_all`] loop over short transfers with `Slice`s of the caller's buffer; the buffer
 //! comes back with the result whatever happened. Errors are the kernel's, unwrapped, but
 //! for a send that stopped short or took nothing: the socket is asked why (`SO_ERROR`)
 //! and its error's kind is returned, with the counts (see [`short_send_error`]).
@@ -9,8 +11,8 @@
 use std::io;
 
 use runtime::buf::{IoBuf, IoBufMut};
+use runtime::fd::SharedFd;
 
-use crate::fd::SharedFd;
 use crate::ops::{self, MAX_LEN};
 
 /// Reads once into `buf`, up to its total length; `Ok(0)` is end of stream.

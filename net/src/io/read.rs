@@ -32,10 +32,10 @@ use std::task::{ready, Context, Poll};
 
 use runtime::buf::{BufRing, RingBuf};
 use runtime::driver::{MultiOp, Op};
+use runtime::fd::SharedFd;
 use runtime::io::{ReadAhead, ReadOp};
 
 use super::Chunk;
-use crate::fd::SharedFd;
 use crate::ops::{self, Recv, RecvMulti};
 
 /// Received chunks a connection may hold unread before its receive is paused.

@@ -18,9 +18,9 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use io_uring::{opcode, types};
 use runtime::driver::{Completable, Cqe, MultiOp, Op};
+use runtime::fd::SharedFd;
 
-use crate::addr::{FromSockAddr, SockAddrBuf};
-use crate::fd::SharedFd;
+use crate::sys::sockaddr::{FromSockAddr, SockAddrBuf};
 
 /// The data of a single-shot accept: the listener and the room for the peer's address,
 /// given back as an `A` (an IP or a Unix address).

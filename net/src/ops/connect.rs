@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 
 use io_uring::opcode;
 use runtime::driver::{Completable, Cqe, Op};
+use runtime::fd::SharedFd;
 
-use crate::addr::SockAddrBuf;
-use crate::fd::SharedFd;
+use crate::sys::sockaddr::SockAddrBuf;
 
 /// The data of a connect: the socket and the address.
 pub(crate) struct Connect {

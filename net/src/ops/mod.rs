@@ -1,7 +1,7 @@
 //! The socket operations, one small file per opcode, built on the runtime's public op API.
 //!
 //! Each op's data owns what its SQE points at (buffers, a boxed `sockaddr`) and a
-//! [`SharedFd`](crate::fd::SharedFd) clone of the socket (see that module's invariant).
+//! [`SharedFd`](runtime::fd::SharedFd) clone of the socket (see that module's invariant).
 //! Grouped by the kernel that first has them:
 //! - 5.1: `READV`
 //! - 5.3: `SENDMSG`, `RECVMSG` (datagrams with an address: UDP, Unix; `SENDMSG` also for

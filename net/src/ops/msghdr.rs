@@ -10,7 +10,7 @@
 use std::mem;
 use std::ptr;
 
-use crate::addr::SockAddrBuf;
+use crate::sys::sockaddr::SockAddrBuf;
 
 /// A one-buffer message header, its `iovec` and its address, boxed together.
 pub(crate) struct MsgHdr {

@@ -8,8 +8,8 @@ use std::io;
 use io_uring::opcode;
 use runtime::buf::IoBufMut;
 use runtime::driver::{Completable, Cqe, Op};
+use runtime::fd::SharedFd;
 
-use crate::fd::SharedFd;
 use crate::ops::MAX_LEN;
 
 /// The data of a recv: the socket and the buffer the kernel writes into.

@@ -8,8 +8,7 @@
 use io_uring::opcode;
 use runtime::buf::BufRing;
 use runtime::driver::{sqe_with_ioprio_bits, sqe_with_optlen, Cqe, MultiOp, Release};
-
-use crate::fd::SharedFd;
+use runtime::fd::SharedFd;
 
 /// The data of a multishot recv: the socket and the ring the kernel picks from.
 pub(crate) struct RecvMulti {

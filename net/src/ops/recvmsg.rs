@@ -15,10 +15,10 @@ use std::marker::PhantomData;
 use io_uring::opcode;
 use runtime::buf::IoBufMut;
 use runtime::driver::{Completable, Cqe, Op};
+use runtime::fd::SharedFd;
 
-use crate::addr::{FromSockAddr, SockAddrBuf};
-use crate::fd::SharedFd;
 use crate::ops::msghdr::MsgHdr;
+use crate::sys::sockaddr::{FromSockAddr, SockAddrBuf};
 
 /// The data of a recvmsg: the socket, the buffer and the header with room for the sender's
 /// address, given back as an `A` (an IP or a Unix address).

@@ -12,8 +12,8 @@ use std::io;
 use io_uring::opcode;
 use runtime::buf::IoBuf;
 use runtime::driver::MultiOp;
+use runtime::fd::SharedFd;
 
-use crate::fd::SharedFd;
 use crate::ops::MAX_LEN;
 
 /// The data of a zero-copy send: the socket and the buffer the kernel reads in place.

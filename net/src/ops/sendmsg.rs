@@ -6,7 +6,7 @@
 //! three until the CQE. Always with `MSG_NOSIGNAL`, as every send in this crate. A datagram
 //! is sent whole or not at all: the count is the buffer's initialised length.
 //!
-//! Vectored stream writes (`TcpStream::writev`) use it too, not `IORING_OP_WRITEV`: a
+//! Vectored stream writes (`writev_owned`, `writev_all_owned`) use it too, not `IORING_OP_WRITEV`: a
 //! `write(2)`-style op on a socket whose peer is gone raises `SIGPIPE`, which kills a
 //! process that has not ignored it; `sendmsg` with `MSG_NOSIGNAL` gives `EPIPE` instead.
 
@@ -16,10 +16,10 @@ use std::mem;
 use io_uring::opcode;
 use runtime::buf::IoBuf;
 use runtime::driver::{Completable, Cqe, Op};
+use runtime::fd::SharedFd;
 
-use crate::addr::SockAddrBuf;
-use crate::fd::SharedFd;
 use crate::ops::msghdr::MsgHdr;
+use crate::sys::sockaddr::SockAddrBuf;
 
 /// The data of a sendmsg: the socket, the buffer and the header naming the destination.
 pub(crate) struct SendMsg<B> {

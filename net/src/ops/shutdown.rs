@@ -5,8 +5,7 @@ use std::net::Shutdown as How;
 
 use io_uring::opcode;
 use runtime::driver::{Completable, Cqe, Op};
-
-use crate::fd::SharedFd;
+use runtime::fd::SharedFd;
 
 /// The data of a shutdown: the socket.
 pub(crate) struct Shutdown {

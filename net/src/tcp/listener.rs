@@ -3,15 +3,17 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 
+use runtime::error::context;
+use runtime::fd::SharedFd;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-use crate::error::context;
-use crate::fd::SharedFd;
 use crate::ops;
-use crate::resolve::{each_addr, ToSocketAddrs};
-use crate::tcp::{inet_addr, Incoming, IncomingWithAddr, TcpStream};
+use crate::stream::accept::direct_available;
+use crate::sys::inet_addr;
+use crate::sys::resolve::{each_addr, ToSocketAddrs};
+use crate::tcp::{Incoming, IncomingWithAddr, TcpStream};
 
 /// How [`TcpListener::bind_with`] sets its socket up.
 #[derive(Debug, Clone)]
@@ -98,6 +100,32 @@ impl ListenOptions {
 ///
 /// The socket closes when the listener and every [`Incoming`] made from it are dropped;
 /// streams it accepted live on independently.
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+/// use corering_net::{TcpListener, TcpStream};
+///
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     // Port 0: the kernel picks a free port.
+///     let listener = TcpListener::bind("127.0.0.1:0")?;
+///     let addr = listener.local_addr()?;
+///     let client = runtime::spawn_local(async move {
+///         let stream = TcpStream::connect(addr).await?;
+///         stream.write_all_from(b"hi").await
+///     });
+///     // One multishot accept for every connection (or `accept().await` for one).
+///     let mut incoming = listener.incoming();
+///     let stream = incoming.next().await.expect("the stream never ends")?;
+///     let (res, buf) = stream.read_exact_owned(vec![0u8; 2]).await;
+///     res?;
+///     assert_eq!(buf, b"hi");
+///     client.await.unwrap()
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct TcpListener {
     fd: SharedFd,
@@ -142,7 +170,7 @@ impl TcpListener {
     /// Dropping the future before it completes cancels the accept; a connection the kernel
     /// accepted anyway is closed, not leaked.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        if crate::accept_stream::direct_available() {
+        if direct_available() {
             let (fd, peer) = ops::accept_direct(&self.fd).await?;
             return Ok((TcpStream::from_shared(fd), peer));
         }
@@ -161,7 +189,7 @@ impl TcpListener {
     /// `(TcpStream, SocketAddr)`, as tokio's `accept()` gives. Costs one `getpeername(2)`
     /// per connection; see [`IncomingWithAddr`].
     pub fn incoming_with_addr(&self) -> IncomingWithAddr {
-        IncomingWithAddr::new(Incoming::new(self.fd.clone(), false))
+        IncomingWithAddr::new(self.fd.clone())
     }
 
     /// The address the listener is bound to (with the port the kernel picked for port 0).
@@ -184,17 +212,7 @@ impl TcpListener {
     }
 }
 
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for TcpListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
+crate::sys::impl_as_fd!(impl[] TcpListener);
 
 impl IntoRawFd for TcpListener {
     /// The fd, now the caller's to close.

@@ -1,57 +1,48 @@
-//! TCP: a listener with single and multishot accept, and connected streams.
+//! TCP: a listener with single and multishot accept, connected streams, and [`serve`] on
+//! every core.
 //!
 //! See `tcp(7)`. Sockets are made with `socket2` (`SOCK_CLOEXEC`), left in blocking mode (the
 //! ring does not need `O_NONBLOCK`, and `into_std` hands back what std expects), and do all
 //! their I/O through the ring. Every type here holds its fd in an `Rc`, so it stays on the
 //! core that made it: it is `!Send`. Accepted connections are direct descriptors (indexes in
 //! the core ring's fixed-file table) where the kernel allows: see [`TcpStream`].
+//!
+//! The stream and its halves are the crate's one stream type for the [`Tcp`] family (see
+//! [`crate::stream`]); the names here are aliases, as tokio spells them.
 
-mod incoming;
 mod listener;
-mod split;
+pub(crate) mod serve;
 mod stream;
 
-pub use incoming::{Incoming, IncomingWithAddr};
 pub use listener::{ListenOptions, TcpListener};
-pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
+pub use serve::{serve, Server};
 pub use stream::TcpStream;
 
-use std::io;
-use std::net::SocketAddr;
+use crate::stream::{self as generic, Tcp};
 
-use socket2::{SockAddr, SockRef};
+/// The read half of a [`TcpStream`], from [`TcpStream::into_split`]: its read methods
+/// (`read_chunk`, `read_owned`, ...) and read traits.
+pub type OwnedReadHalf = generic::OwnedReadHalf<Tcp>;
 
-use crate::error::context;
-use crate::fd::SharedFd;
+/// The write half of a [`TcpStream`], from [`TcpStream::into_split`]: its write methods
+/// (`write_chunk`, `write_all_owned`, `send_zc`, ...) and `AsyncWrite`.
+pub type OwnedWriteHalf = generic::OwnedWriteHalf<Tcp>;
 
-/// A socket address from `getsockname`/`getpeername`, as a `SocketAddr` (also for UDP).
-pub(crate) fn inet_addr(addr: io::Result<SockAddr>) -> io::Result<SocketAddr> {
-    addr?.as_socket().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not an IPv4 or IPv6 socket address",
-        )
-    })
-}
+/// The read half of a [`TcpStream`] borrowed by [`TcpStream::split`]: the read traits, on
+/// the stream's read state.
+pub type ReadHalf<'a> = generic::ReadHalf<'a, Tcp>;
 
-/// Runs `f` on a [`SockRef`] of `fd`'s regular fd: for a direct descriptor, the one
-/// installed for it (installed on first use: see [`TcpStream`]'s documentation). An install
-/// that fails is an error naming `what` was asked.
-pub(crate) fn with_sock<R>(
-    fd: &SharedFd,
-    what: &str,
-    f: impl FnOnce(SockRef<'_>) -> io::Result<R>,
-) -> io::Result<R> {
-    let borrowed = fd.try_as_fd().map_err(|e| context(e, what))?;
-    f(SockRef::from(&borrowed))
-}
+/// The write half of a [`TcpStream`] borrowed by [`TcpStream::split`]: `AsyncWrite`, on
+/// the stream's write state.
+pub type WriteHalf<'a> = generic::WriteHalf<'a, Tcp>;
 
-/// The peer's address of the TCP socket `fd` (`getpeername(2)`; see [`with_sock`]).
-pub(crate) fn peer_addr_of(fd: &SharedFd) -> io::Result<SocketAddr> {
-    with_sock(fd, "peer_addr", |s| inet_addr(s.peer_addr()))
-}
+/// The halves given to [`OwnedReadHalf::reunite`](generic::OwnedReadHalf::reunite) were
+/// split from different TCP streams; both are handed back (`err.0`, `err.1`).
+pub type ReuniteError = generic::ReuniteError<Tcp>;
 
-/// The local address of the TCP socket `fd` (`getsockname(2)`; see [`with_sock`]).
-pub(crate) fn local_addr_of(fd: &SharedFd) -> io::Result<SocketAddr> {
-    with_sock(fd, "local_addr", |s| inet_addr(s.local_addr()))
-}
+/// Accepted TCP connections, from one multishot accept: [`TcpListener::incoming`].
+pub type Incoming = generic::Incoming<Tcp>;
+
+/// Accepted TCP connections with their peers' addresses:
+/// [`TcpListener::incoming_with_addr`].
+pub type IncomingWithAddr = generic::IncomingWithAddr<Tcp>;

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use socket2::SockAddr;
 
-use crate::addr::{FromSockAddr, SockAddrBuf};
+use crate::sys::sockaddr::{FromSockAddr, SockAddrBuf};
 
 /// Where `sun_path` starts in a `sockaddr_un` (after `sun_family`).
 const PATH_OFFSET: usize = mem::offset_of!(libc::sockaddr_un, sun_path);

@@ -14,12 +14,12 @@ use std::os::fd::{IntoRawFd, RawFd};
 use std::path::Path;
 
 use runtime::buf::{IoBuf, IoBufMut};
+use runtime::error::context;
+use runtime::fd::SharedFd;
 use socket2::{Domain, SockRef, Socket, Type};
 
-use crate::error::context;
-use crate::fd::SharedFd;
 use crate::ops;
-use crate::unix::{impl_as_fd, SocketAddr};
+use crate::unix::SocketAddr;
 
 /// A Unix datagram socket, bound to a path, an abstract name, or unbound.
 ///
@@ -160,7 +160,7 @@ impl UnixDatagram {
     }
 }
 
-impl_as_fd!(UnixDatagram);
+crate::sys::impl_as_fd!(impl[] UnixDatagram);
 
 impl IntoRawFd for UnixDatagram {
     /// The fd, now the caller's to close.

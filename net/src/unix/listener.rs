@@ -5,18 +5,13 @@
 use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
 use std::path::Path;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use futures::stream::{FusedStream, Stream};
+use runtime::error::context;
+use runtime::fd::SharedFd;
 use socket2::{Domain, Socket, Type};
 
-use crate::accept_stream::AcceptStream;
-use crate::error::context;
-use crate::fd::SharedFd;
-use crate::io::{ReadState, WriteState};
 use crate::ops;
-use crate::unix::{impl_as_fd, SocketAddr, UnixStream};
+use crate::unix::{Incoming, IncomingWithAddr, SocketAddr, UnixStream};
 
 /// The listen backlog (the kernel caps it at `net.core.somaxconn`).
 const BACKLOG: i32 = 1024;
@@ -25,6 +20,34 @@ const BACKLOG: i32 = 1024;
 ///
 /// The socket closes when the listener and every [`Incoming`] made from it are dropped;
 /// streams it accepted live on independently. The socket file stays until removed.
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+/// use corering_net::{UnixListener, UnixStream};
+///
+/// let path = std::env::temp_dir().join(format!("corering-doc-{}.sock", std::process::id()));
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let listener = UnixListener::bind(&path)?;
+///     let client = runtime::spawn_local({
+///         let path = path.clone();
+///         async move {
+///             let stream = UnixStream::connect(&path).await?;
+///             stream.write_all_from(b"hi").await
+///         }
+///     });
+///     let mut incoming = listener.incoming();
+///     let stream = incoming.next().await.expect("never ends")?;
+///     let (res, buf) = stream.read_exact_owned(vec![0u8; 2]).await;
+///     res?;
+///     assert_eq!(buf, b"hi");
+///     client.await.unwrap()
+/// })?;
+/// std::fs::remove_file(&path)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct UnixListener {
     fd: SharedFd,
@@ -66,11 +89,16 @@ impl UnixListener {
     ///
     /// It holds the listening socket open while it lives. See [`Incoming`].
     pub fn incoming(&self) -> Incoming {
-        Incoming {
-            // Unix streams keep regular fds (`SCM_RIGHTS`, peer credentials and the like
-            // want them).
-            inner: AcceptStream::new(self.fd.clone(), false),
-        }
+        // Unix streams keep regular fds (`SCM_RIGHTS`, peer credentials and the like want
+        // them): the family never accepts into the fixed-file table.
+        Incoming::new(self.fd.clone(), false)
+    }
+
+    /// Like [`incoming`](UnixListener::incoming), with each peer's address: items are
+    /// `(UnixStream, SocketAddr)`, as [`accept`](UnixListener::accept) gives (usually
+    /// unnamed). Costs one `getpeername(2)` per connection; see [`IncomingWithAddr`].
+    pub fn incoming_with_addr(&self) -> IncomingWithAddr {
+        IncomingWithAddr::new(self.fd.clone())
     }
 
     /// The address the listener is bound to.
@@ -93,7 +121,7 @@ impl UnixListener {
     }
 }
 
-impl_as_fd!(UnixListener);
+crate::sys::impl_as_fd!(impl[] UnixListener);
 
 impl IntoRawFd for UnixListener {
     /// The fd, now the caller's to close.
@@ -106,40 +134,5 @@ impl IntoRawFd for UnixListener {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => panic!("UnixListener::into_raw_fd: duplicating the fd failed: {e}"),
         }
-    }
-}
-
-/// A stream of connections accepted by one multishot accept; made by
-/// [`UnixListener::incoming`].
-///
-/// It never ends while the listener can accept. Errors are handled as by TCP's
-/// [`Incoming`](crate::Incoming): out of fds or memory is yielded and the stream goes on
-/// after a 10 ms back-off; a listener that cannot accept yields its error and ends the
-/// stream; others are yielded and it goes on. Dropping it cancels the accept; connections
-/// accepted meanwhile are closed.
-#[must_use = "streams do nothing unless polled"]
-#[derive(Debug)]
-pub struct Incoming {
-    inner: AcceptStream,
-}
-
-impl Stream for Incoming {
-    type Item = io::Result<UnixStream>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = self.get_mut().inner.poll_next_fd(cx);
-        next.map(|item| {
-            item.map(|res| {
-                res.map(|fd| {
-                    UnixStream::from_parts(fd, ReadState::default(), WriteState::default())
-                })
-            })
-        })
-    }
-}
-
-impl FusedStream for Incoming {
-    fn is_terminated(&self) -> bool {
-        self.inner.is_terminated()
     }
 }

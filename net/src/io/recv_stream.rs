@@ -17,12 +17,12 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use runtime::buf::{BufRing, RingBuf};
+use runtime::fd::SharedFd;
 
-use crate::fd::SharedFd;
-use crate::io::RingRead;
+use super::RingRead;
 
-/// A stream of received chunks in provided buffers. Made by
-/// [`TcpStream::recv_stream`](crate::TcpStream::recv_stream).
+/// A stream of received chunks in provided buffers. Made by a stream socket's
+/// [`recv_stream`](crate::stream::StreamSocket::recv_stream) (TCP's or Unix's).
 ///
 /// The receive is the same as the streams' own read path (`io::read`), on the caller's
 /// ring: a connection's unread backlog is bounded (its receive pauses past a few buffers'

@@ -1,5 +1,7 @@
-//! Serving on every core: one `SO_REUSEPORT` listener per core of the current runtime, each
-//! with its own multishot `incoming()`, each connection handled on the core that accepted it.
+//! [`serve`]: TCP connections served on every core: one `SO_REUSEPORT` listener per core of
+//! the current runtime, each with its own multishot `incoming()`, each connection handled
+//! on the core that accepted it. `corering_net::hyper::serve` binds its listeners here too
+//! ([`bind_per_core`]).
 //!
 //! The kernel spreads connections over the listeners of one port (`SO_REUSEPORT`), so the
 //! cores share no accept queue, no lock and no task: a connection, its task and its ops
@@ -12,7 +14,7 @@ use std::net::SocketAddr;
 use futures::StreamExt;
 use runtime::JoinHandle;
 
-use crate::resolve::{no_addresses, resolve_sync, ToSocketAddrs};
+use crate::sys::resolve::{no_addresses, resolve_sync, ToSocketAddrs};
 use crate::tcp::{ListenOptions, TcpListener, TcpStream};
 
 /// The listeners started by [`serve`]; dropping it stops them (connections being handled
@@ -54,17 +56,7 @@ where
     H: Fn(TcpStream) -> F + Clone + Send + 'static,
     F: Future<Output = ()> + 'static,
 {
-    let cores = runtime::core_count()
-        .ok_or_else(|| io::Error::other("corering_net::serve called outside of a runtime"))?;
-    let mut addr = first_addr(&addr)?;
-    let options = ListenOptions::new().reuse_port(true);
-    let mut listeners = Vec::with_capacity(cores);
-    for _ in 0..cores {
-        let listener = TcpListener::bind_with(addr, &options)?;
-        // Every core's listener takes the port the first one got.
-        addr = listener.local_addr()?;
-        listeners.push(listener.into_std()?);
-    }
+    let (addr, listeners) = bind_per_core("corering_net::serve", &addr, &ListenOptions::new())?;
     let cores = listeners
         .into_iter()
         .enumerate()
@@ -76,11 +68,29 @@ where
     Ok(Server { addr, cores })
 }
 
-/// The address `serve` binds: the first `addr` resolves to (synchronously: see [`serve`]).
-pub(crate) fn first_addr<T: ToSocketAddrs + ?Sized>(addr: &T) -> io::Result<SocketAddr> {
-    resolve_sync(addr)?
+/// Binds one `SO_REUSEPORT` listener per core of the current runtime, set up as `options`
+/// say, on the first address `addr` resolves to (synchronously: see [`serve`]); port 0
+/// picks one port for all of them. Gives the address bound and the listeners, as std ones
+/// to move to their cores. `what` names the caller in the error outside a runtime.
+pub(crate) fn bind_per_core<T: ToSocketAddrs + ?Sized>(
+    what: &str,
+    addr: &T,
+    options: &ListenOptions,
+) -> io::Result<(SocketAddr, Vec<std::net::TcpListener>)> {
+    let cores = runtime::core_count()
+        .ok_or_else(|| io::Error::other(format!("{what} called outside of a runtime")))?;
+    let mut addr = resolve_sync(addr)?
         .next()
-        .ok_or_else(|| no_addresses("address"))
+        .ok_or_else(|| no_addresses("address"))?;
+    let options = options.clone().reuse_port(true);
+    let mut listeners = Vec::with_capacity(cores);
+    for _ in 0..cores {
+        let listener = TcpListener::bind_with(addr, &options)?;
+        // Every core's listener takes the port the first one got.
+        addr = listener.local_addr()?;
+        listeners.push(listener.into_std()?);
+    }
+    Ok((addr, listeners))
 }
 
 async fn serve_core<H, F>(std_listener: std::net::TcpListener, handler: H) -> io::Result<()>

@@ -30,10 +30,10 @@ use std::task::{ready, Context, Poll, Waker};
 
 use runtime::buf::IoBuf;
 use runtime::driver::Op;
+use runtime::fd::SharedFd;
 use runtime::io::StickyError;
 
 use super::Chunk;
-use crate::fd::SharedFd;
 use crate::ops::{self, Shutdown};
 
 /// The most `poll_write` copies in one call.

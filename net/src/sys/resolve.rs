@@ -15,7 +15,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use crate::error::context;
+use runtime::error::context;
 
 /// An address to connect to, send to or bind: one or more [`SocketAddr`]s, or a host name
 /// and a port to resolve.

@@ -11,8 +11,8 @@
 //! - anything else (`ECONNABORTED`, `EPERM` from a firewall, ...): yielded, and it goes on.
 //!
 //! Dropping the stream cancels the SQE; fds of connections accepted meanwhile are closed by
-//! the driver. The stream yields bare fds: each listener's public `Incoming` wraps them in
-//! its stream type (`TcpStream`, `UnixStream`).
+//! the driver. The stream yields bare fds: [`Incoming`](super::Incoming) wraps them in the
+//! family's stream type (`TcpStream`, `UnixStream`).
 //!
 //! # Direct descriptors
 //! A stream made with `direct` accepts into the core's fixed-file table
@@ -28,16 +28,15 @@
 use std::future::Future;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
-
-use runtime::Features;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use runtime::driver::MultiOp;
+use runtime::fd::SharedFd;
 use runtime::time::{sleep, Sleep};
+use runtime::Features;
 
-use crate::fd::SharedFd;
 use crate::ops::{self, AcceptMulti};
 
 /// How long the stream waits after running out of fds or memory.

@@ -1,5 +1,0 @@
-//! The socket fd shared by a socket and the ops it has in flight: the runtime's
-//! [`SharedFd`](runtime::fd::SharedFd), whose invariant every op here keeps (an op holds a
-//! clone in its data until its final CQE).
-
-pub(crate) use runtime::fd::SharedFd;

@@ -1,0 +1,173 @@
+//! One core's share of [`serve`](super::serve): its accept loop until the shutdown signal,
+//! then the drain of its connections; and each connection, served by hyper-util's `auto`
+//! connection (after the TLS handshake, if there is one) and told to finish once its core
+//! closes.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Instant;
+
+use futures::channel::oneshot;
+use futures::stream::StreamExt;
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+
+use super::conns::{Conns, Tracker};
+use super::{BoxError, Builder, Signal};
+use crate::hyper::{HyperExecutor, HyperIo, HyperTimer};
+use crate::tcp::{TcpListener, TcpStream};
+
+/// One core's share: accept until the signal, then drain this core's connections.
+pub(super) async fn serve_core<M, S, B>(
+    core: usize,
+    listener: std::net::TcpListener,
+    make: M,
+    settings: Builder,
+    mut signal: Signal,
+) -> io::Result<()>
+where
+    M: Fn(usize) -> S,
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    let listener = TcpListener::from_std(listener)?;
+    let service = make(core);
+    let mut http = auto::Builder::new(HyperExecutor);
+    http.http1().timer(HyperTimer);
+    http.http2().timer(HyperTimer);
+    if let Some(configure) = &settings.configure {
+        configure(&mut http);
+    }
+    let http = Rc::new(http);
+    let conns = Rc::new(Conns::default());
+    let mut incoming = listener.incoming();
+
+    // Accept until the signal (or an error that ends the stream).
+    let accepted: Option<Result<Instant, oneshot::Canceled>> = loop {
+        let next = poll_fn(|cx| {
+            if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
+                return Poll::Ready(Err(deadline));
+            }
+            incoming.poll_next_unpin(cx).map(Ok)
+        })
+        .await;
+        match next {
+            Err(deadline) => break Some(deadline),
+            Ok(None) => break None,
+            Ok(Some(Ok(stream))) => {
+                let (service, http, tracked) = (service.clone(), http.clone(), conns.clone());
+                #[cfg(feature = "tls")]
+                let tls = settings.tls.clone();
+                conns.spawn(move |key| {
+                    serve_conn(
+                        stream,
+                        service,
+                        http,
+                        Tracker {
+                            conns: tracked,
+                            key,
+                        },
+                        #[cfg(feature = "tls")]
+                        tls,
+                    )
+                });
+            }
+            // The stream backs off after fd exhaustion and goes on.
+            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
+            Ok(Some(Err(e))) => {
+                drop(incoming);
+                return Err(runtime::error::context(e, "accepting HTTP connections"));
+            }
+        }
+    };
+    // Stop accepting: the multishot accept is cancelled and the listener closed.
+    drop(incoming);
+    drop(listener);
+    match accepted {
+        // Dropped without a shutdown: the task is being aborted, or the server handle is
+        // gone; either way connections go on by themselves.
+        Some(Err(oneshot::Canceled)) | None => Ok(()),
+        Some(Ok(deadline)) => {
+            conns.close();
+            if runtime::time::timeout_at(deadline, conns.drained())
+                .await
+                .is_err()
+            {
+                conns.abort_all();
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Serves one connection: the TLS handshake if there is one, then hyper's `auto`
+/// connection, told to finish gracefully once its core closes.
+async fn serve_conn<S, B>(
+    stream: TcpStream,
+    service: S,
+    http: Rc<auto::Builder<HyperExecutor>>,
+    tracker: Tracker,
+    #[cfg(feature = "tls")] tls: Option<crate::tls::TlsAcceptor>,
+) where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    // TCP_NODELAY is inherited from the listener (see `serve_with`).
+    let service = TowerToHyperService::new(service);
+    #[cfg(feature = "tls")]
+    if let Some(tls) = tls {
+        // Boxed: a TLS connection's state (the handshake, rustls's buffers) is large, and a
+        // plain connection's task would otherwise carry room for it.
+        Box::pin(async move {
+            // A failed or timed-out handshake drops the socket here.
+            if let Ok(stream) = tls.accept(stream).await {
+                run_conn(&http, HyperIo::new(stream), service, &tracker).await;
+            }
+        })
+        .await;
+        return;
+    }
+    run_conn(&http, HyperIo::new(stream), service, &tracker).await;
+}
+
+/// Serves `io` with hyper's `auto` connection to its end, asking it to shut down gracefully
+/// once the core closes. The connection is built here, not passed in: an `async fn` keeps
+/// its arguments apart from its locals, so a connection passed by value would take its
+/// (large) size twice in the task.
+async fn run_conn<I, S, B>(
+    http: &auto::Builder<HyperExecutor>,
+    io: I,
+    service: S,
+    tracker: &Tracker,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: 'static,
+    S::Error: Into<BoxError>,
+    B: Body + 'static,
+    B::Error: Into<BoxError>,
+{
+    let mut conn = pin!(http.serve_connection(io, service));
+    let mut told = false;
+    // Errors (a reset peer, a malformed request hyper answered with 400) end just this
+    // connection; there is no one to report them to.
+    let _ = poll_fn(|cx| {
+        if !told && tracker.conns.closing(tracker.key, cx) {
+            conn.as_mut().graceful_shutdown();
+            told = true;
+        }
+        conn.as_mut().poll(cx)
+    })
+    .await;
+}

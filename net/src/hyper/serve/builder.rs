@@ -1,0 +1,138 @@
+//! [`Builder`]: the settings of [`serve`](super::serve()) (TLS, listen options, the HTTP
+//! builder), and its start: a listener bound per core, an accept loop spawned on each.
+
+use std::io;
+use std::sync::Arc;
+
+use futures::channel::oneshot;
+use futures::future::FutureExt;
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper_util::server::conn::auto;
+
+use super::accept::serve_core;
+use super::{BoxError, Configure, Server};
+use crate::hyper::HyperExecutor;
+use crate::sys::resolve::ToSocketAddrs;
+use crate::tcp::serve::bind_per_core;
+use crate::tcp::ListenOptions;
+
+/// Settings for [`serve`](super::serve()): TLS, listen options, the HTTP builder.
+#[derive(Clone)]
+pub struct Builder {
+    listen: ListenOptions,
+    /// Applied to every core's HTTP builder (see [`http`](Builder::http)).
+    pub(super) configure: Option<Configure>,
+    #[cfg(feature = "tls")]
+    pub(super) tls: Option<crate::tls::TlsAcceptor>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Builder");
+        d.field("listen", &self.listen);
+        #[cfg(feature = "tls")]
+        d.field("tls", &self.tls);
+        d.finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// Plain TCP, HTTP/1.1 and h2c, hyper's defaults with this runtime's timer (so HTTP/1's
+    /// 30 s header read timeout holds).
+    pub fn new() -> Builder {
+        Builder {
+            listen: ListenOptions::new(),
+            configure: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+
+    /// Serves HTTPS: every connection is a TLS handshake through `acceptor` (with its
+    /// handshake timeout), then HTTP/2 or HTTP/1.1 as ALPN agreed (put `h2` and `http/1.1` in
+    /// the server configuration's `alpn_protocols`).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, acceptor: crate::tls::TlsAcceptor) -> Builder {
+        self.tls = Some(acceptor);
+        self
+    }
+
+    /// The listen options (backlog, `IPV6_V6ONLY`, ...) of every core's listener;
+    /// `SO_REUSEPORT` and `TCP_NODELAY` (inherited by every connection) are always set.
+    pub fn listen_options(mut self, options: ListenOptions) -> Builder {
+        self.listen = options;
+        self
+    }
+
+    /// Configures hyper-util's `auto` builder of every connection (HTTP/1-only or
+    /// HTTP/2-only, keep-alive, header limits, HTTP/2 stream limits, ...). Called once per
+    /// core, after the executor and timer are set.
+    pub fn http<F>(mut self, configure: F) -> Builder
+    where
+        F: Fn(&mut auto::Builder<HyperExecutor>) + Send + Sync + 'static,
+    {
+        self.configure = Some(Arc::new(configure));
+        self
+    }
+
+    /// Serves `service` (cloned once per core) on `addr`; see [`serve`](super::serve()).
+    ///
+    /// # Errors
+    /// Outside a runtime; if the address does not resolve or cannot be bound.
+    pub fn serve<S, B>(self, addr: impl ToSocketAddrs, service: S) -> io::Result<Server>
+    where
+        S: tower_service::Service<Request<Incoming>, Response = Response<B>>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        self.serve_with(addr, move |_core| service.clone())
+    }
+
+    /// Serves the service `make(core)` builds on each core, on `addr`. The service need not
+    /// be `Send`: it is made on the core that uses it, so it may hold that core's own state
+    /// (an `Rc`, a core-local cache). It is cloned once per connection.
+    ///
+    /// # Errors
+    /// Outside a runtime; if the address does not resolve or cannot be bound.
+    pub fn serve_with<M, S, B>(self, addr: impl ToSocketAddrs, make: M) -> io::Result<Server>
+    where
+        M: Fn(usize) -> S + Clone + Send + 'static,
+        S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
+        // TCP_NODELAY on the listener: every connection inherits it, with no per-connection
+        // setsockopt (a ring round trip on a direct descriptor).
+        let options = self.listen.clone().nodelay(true);
+        let (addr, listeners) = bind_per_core("corering_net::hyper::serve", &addr, &options)?;
+        let (trigger, signal) = oneshot::channel();
+        let signal = signal.shared();
+        let tasks = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(core, listener)| {
+                let make = make.clone();
+                let settings = self.clone();
+                let signal = signal.clone();
+                runtime::spawn_on_local(core, move || {
+                    serve_core(core, listener, make, settings, signal)
+                })
+            })
+            .collect();
+        Ok(Server::new(addr, tasks, trigger))
+    }
+}

@@ -1,0 +1,135 @@
+//! One core's connections, tracked for the graceful shutdown: each connection task's
+//! handle (to abort at the deadline), the wakers of those waiting to hear of a shutdown, and
+//! the drain's waker.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use runtime::JoinHandle;
+use slab::Slab;
+
+/// One core's connections: their tasks (to abort at the deadline), the wakers of those
+/// waiting to hear of a shutdown, and the drain's waker.
+#[derive(Default)]
+pub(super) struct Conns {
+    inner: RefCell<ConnsInner>,
+}
+
+#[derive(Default)]
+struct ConnsInner {
+    tasks: Slab<ConnSlot>,
+    closing: bool,
+    drained: Option<Waker>,
+}
+
+struct ConnSlot {
+    task: Option<JoinHandle<()>>,
+    waker: Option<Waker>,
+}
+
+impl Conns {
+    /// Spawns the connection task `conn(key)` on this core, tracked under slot `key`.
+    pub(super) fn spawn<F, C>(self: &Rc<Self>, conn: C)
+    where
+        C: FnOnce(usize) -> F,
+        F: Future<Output = ()> + 'static,
+    {
+        let key = self.inner.borrow_mut().tasks.insert(ConnSlot {
+            task: None,
+            waker: None,
+        });
+        let task = runtime::spawn_local(conn(key));
+        if let Some(slot) = self.inner.borrow_mut().tasks.get_mut(key) {
+            slot.task = Some(task);
+        }
+    }
+
+    /// Whether the core is closing; if not, the current connection's task is woken when it
+    /// does.
+    pub(super) fn closing(&self, key: usize, cx: &mut Context<'_>) -> bool {
+        let mut inner = self.inner.borrow_mut();
+        if inner.closing {
+            return true;
+        }
+        if let Some(slot) = inner.tasks.get_mut(key) {
+            match &slot.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => slot.waker = Some(cx.waker().clone()),
+            }
+        }
+        false
+    }
+
+    /// Starts the shutdown: wakes every connection so it sees `closing`.
+    pub(super) fn close(&self) {
+        let wakers: Vec<Waker> = {
+            let mut inner = self.inner.borrow_mut();
+            inner.closing = true;
+            inner
+                .tasks
+                .iter_mut()
+                .filter_map(|(_, s)| s.waker.take())
+                .collect()
+        };
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Completes once no connection is left.
+    pub(super) async fn drained(&self) {
+        poll_fn(|cx| {
+            let mut inner = self.inner.borrow_mut();
+            if inner.tasks.is_empty() {
+                Poll::Ready(())
+            } else {
+                inner.drained = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
+    /// Aborts every connection left (their sockets close as their tasks are dropped).
+    pub(super) fn abort_all(&self) {
+        let tasks: Vec<JoinHandle<()>> = self
+            .inner
+            .borrow_mut()
+            .tasks
+            .iter_mut()
+            .filter_map(|(_, s)| s.task.take())
+            .collect();
+        for task in &tasks {
+            task.abort();
+        }
+    }
+
+    /// A connection task ended (or was aborted): forget its slot.
+    fn remove(&self, key: usize) {
+        let drained = {
+            let mut inner = self.inner.borrow_mut();
+            inner.tasks.try_remove(key);
+            if inner.tasks.is_empty() {
+                inner.drained.take()
+            } else {
+                None
+            }
+        };
+        if let Some(w) = drained {
+            w.wake();
+        }
+    }
+}
+
+/// A connection's place in its core's `Conns`: it frees its slot when the connection's
+/// future ends or is dropped (aborted).
+pub(super) struct Tracker {
+    pub(super) conns: Rc<Conns>,
+    pub(super) key: usize,
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        self.conns.remove(self.key);
+    }
+}
