@@ -77,7 +77,7 @@ pub use metadata::{FileType, Metadata};
 pub use open_options::OpenOptions;
 pub use path_ops::{
     canonicalize, copy, create_dir, create_dir_all, hard_link, metadata, read, read_link,
-    read_to_string, remove_dir, remove_file, rename, set_permissions, symlink, symlink_metadata,
-    try_exists, write,
+    read_to_string, remove_dir, remove_dir_all, remove_file, rename, set_permissions, symlink,
+    symlink_metadata, try_exists, write,
 };
 pub use read_dir::{read_dir, DirEntry, ReadDir};

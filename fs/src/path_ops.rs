@@ -43,6 +43,17 @@ pub async fn remove_dir(path: impl AsRef<Path>) -> io::Result<()> {
         .map_err(|e| context(e, format!("remove_dir {}", path.display())))
 }
 
+/// Removes a directory and everything in it, as tokio's `remove_dir_all`; a symlink is
+/// removed, never followed. Runs `std::fs::remove_dir_all` on the blocking pool: io_uring
+/// has an op to unlink but none to list a directory, and std's walk is hardened against a
+/// directory swapped for a symlink while it runs (it opens each level with `O_NOFOLLOW`
+/// and unlinks relative to it). A missing path is `NotFound`, naming it.
+pub async fn remove_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
+    let path = path.as_ref().to_path_buf();
+    let what = format!("remove_dir_all {}", path.display());
+    blocking(what, move || std::fs::remove_dir_all(&path)).await
+}
+
 /// Creates a directory (`mkdirat(2)`, mode `0o777` less the umask); its parent must exist
 /// and it must not.
 pub async fn create_dir(path: impl AsRef<Path>) -> io::Result<()> {

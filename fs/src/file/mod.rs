@@ -17,79 +17,21 @@ use std::cell::RefCell;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::time::Duration;
 
 use runtime::buf::{IoBuf, IoBufMut};
+
+mod convert;
+mod direct;
+
+use convert::close_fd;
+use direct::check_pos;
+pub(crate) use direct::DirectAlign;
 
 use crate::fd::SharedFd;
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
 use crate::ops;
 use crate::stream::{Access, Stream};
-
-/// The alignments direct I/O on a file needs.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct DirectAlign {
-    /// Of buffer addresses.
-    mem: u64,
-    /// Of file offsets and lengths.
-    offset: u64,
-}
-
-/// What is assumed where the kernel does not report direct I/O alignment: the smallest
-/// logical block size.
-const FALLBACK_DIO_ALIGN: u64 = 512;
-
-impl DirectAlign {
-    /// Asks the kernel (`STATX_DIOALIGN`) what direct I/O on `fd` needs.
-    pub(crate) async fn probe(fd: &SharedFd) -> DirectAlign {
-        match ops::statx_fd(fd, libc::STATX_DIOALIGN).await {
-            Ok(meta) => match meta.dio_align() {
-                Some((mem, offset)) => DirectAlign {
-                    mem: u64::from(mem),
-                    offset: u64::from(offset),
-                },
-                None => DirectAlign::fallback(),
-            },
-            Err(_) => DirectAlign::fallback(),
-        }
-    }
-
-    fn fallback() -> DirectAlign {
-        DirectAlign {
-            mem: FALLBACK_DIO_ALIGN,
-            offset: FALLBACK_DIO_ALIGN,
-        }
-    }
-
-    /// `InvalidInput` unless `addr`, `len` and `pos` meet the alignment.
-    fn check(&self, addr: usize, len: usize, pos: u64) -> io::Result<()> {
-        if addr as u64 % self.mem != 0 || len as u64 % self.offset != 0 || pos % self.offset != 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "O_DIRECT needs the buffer address aligned to {} and the length and file \
-                     offset to {}: got address {addr:#x}, length {len}, offset {pos}",
-                    self.mem, self.offset
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Positions past `i64::MAX` are negative to the kernel (and `-1` would mean "the current
-/// position"): refused before submission.
-fn check_pos(pos: u64) -> io::Result<()> {
-    if pos > i64::MAX as u64 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("file offset {pos} is past i64::MAX"),
-        ));
-    }
-    Ok(())
-}
 
 /// An open file on the io_uring runtime.
 ///
@@ -165,8 +107,17 @@ impl fmt::Debug for File {
 
 impl File {
     pub(crate) fn from_parts(fd: SharedFd, direct: Option<DirectAlign>, append: bool) -> File {
-        let stream = RefCell::new(Stream::new(&fd, append, direct.is_some()));
-        File { fd, direct, stream }
+        File::starting_at(fd, direct, append, 0)
+    }
+
+    /// As [`from_parts`](File::from_parts), with the stream cursor at `pos`.
+    fn starting_at(fd: SharedFd, direct: Option<DirectAlign>, append: bool, pos: u64) -> File {
+        let stream = Stream::new(&fd, append, direct.is_some()).start_at(pos);
+        File {
+            fd,
+            direct,
+            stream: RefCell::new(stream),
+        }
     }
 
     /// The fd and the stream state, for the stream traits.
@@ -434,54 +385,5 @@ impl File {
         drop(stream.into_inner());
         let closed = close_fd(fd).await;
         flushed.and(closed)
-    }
-}
-
-/// Closes `fd` through the ring once no dropped op still holds it (see [`File::close`]).
-async fn close_fd(mut fd: SharedFd) -> io::Result<()> {
-    for attempt in 0..1100u32 {
-        match fd.try_unwrap() {
-            Ok(owned) => return runtime::close(owned).await,
-            Err(shared) => fd = shared,
-        }
-        // Each round trip lets the driver reap the cancelled op's final CQE.
-        if attempt < 100 {
-            runtime::nop().await?;
-        } else {
-            runtime::sleep(Duration::from_millis(1)).await;
-        }
-    }
-    drop(fd);
-    Ok(())
-}
-
-impl AsRawFd for File {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.raw()
-    }
-}
-
-impl AsFd for File {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
-
-impl From<OwnedFd> for File {
-    /// Wraps an open fd. Its `O_DIRECT` flag, if any, is not known, so reads and writes are
-    /// not checked for alignment (the kernel answers `EINVAL` to unaligned direct I/O).
-    /// Its `O_APPEND` flag is read with `fcntl(F_GETFL)`.
-    fn from(fd: OwnedFd) -> File {
-        // SAFETY: `F_GETFL` on an fd we own; it touches no memory of ours.
-        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-        let append = flags >= 0 && flags & libc::O_APPEND != 0;
-        File::from_parts(SharedFd::new(fd), None, append)
-    }
-}
-
-impl From<std::fs::File> for File {
-    /// Wraps a std file, as [`From<OwnedFd>`](#impl-From<OwnedFd>-for-File).
-    fn from(file: std::fs::File) -> File {
-        File::from(OwnedFd::from(file))
     }
 }

@@ -134,6 +134,18 @@ impl Stream {
         self.pos
     }
 
+    /// Starts the cursor at `pos` (a file adopted from std at its OS offset, or a clone);
+    /// called before any stream I/O, so nothing is buffered.
+    pub(crate) fn start_at(mut self, pos: u64) -> Stream {
+        self.pos = pos;
+        self
+    }
+
+    /// Whether writes append (`O_APPEND`).
+    pub(crate) fn is_append(&self) -> bool {
+        self.append
+    }
+
     fn check_direct(&self) -> io::Result<()> {
         if self.direct {
             return Err(io::Error::new(
