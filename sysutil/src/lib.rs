@@ -1,7 +1,7 @@
 //! Process and thread helpers shared by the `benches` and `tests` crates: the CPUs this
 //! process may run on and pinning a thread to one (sched_getaffinity(2),
 //! sched_setaffinity(2)), the `RLIMIT_NOFILE` limits (getrlimit(2), setrlimit(2)), and CPU
-//! time and peak RSS from getrusage(2).
+//! time and peak RSS from getrusage(2), and fields of `/proc/PID/status` (proc(5)).
 //!
 //! Linux only, like the runtime, which keeps its own affinity code for its cores.
 
@@ -165,9 +165,32 @@ pub fn max_rss_kib() -> u64 {
     rusage(Who::Process).map_or(0, |ru| u64::try_from(ru.ru_maxrss).unwrap_or(0))
 }
 
+/// A field of `/proc/PID/status` given in kB (`VmRSS`, `VmHWM`; proc(5)), in KiB; `pid`
+/// `None` reads this process's (`/proc/self/status`).
+pub fn proc_status_kib(pid: Option<u32>, key: &str) -> io::Result<u64> {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/status"),
+        None => "/proc/self/status".to_string(),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("reading {path}: {e}")))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| io::Error::other(format!("no {key} in {path}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_status_fields() {
+        assert!(proc_status_kib(None, "VmRSS").unwrap() > 0);
+        let pid = Some(std::process::id());
+        assert!(proc_status_kib(pid, "VmHWM").unwrap() > 0);
+        assert!(proc_status_kib(pid, "NoSuchKey").is_err());
+    }
 
     #[test]
     fn pin_guard_pins_and_restores() {

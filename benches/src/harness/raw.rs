@@ -1,25 +1,14 @@
-//! Raw-ring baselines: the io-uring crate driven by hand, the physical limit to compare with.
-//!
-//! The rules in `shared/BENCHMARKS.md` ask for an honest baseline: the ring is set up with
-//! SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN and SUBMIT_ALL where the kernel has them
-//! (io_uring_setup(2); SINGLE_ISSUER 6.0, DEFER_TASKRUN 6.1), and each loop batches a whole
-//! queue depth of SQEs into one `io_uring_enter` that also waits for their completions
-//! (io_uring_enter(2) with IORING_ENTER_GETEVENTS, which DEFER_TASKRUN needs to post CQEs).
-//! Every enter is counted so the tables can show enters per op beside the runtime's.
-//!
-//! Invariant: a `RawRing` is used only from the thread that built it (SINGLE_ISSUER); it is
-//! `!Send` because `IoUring` is only used through `&mut self` here and never moved across.
+//! The raw ring: the io-uring crate driven by hand, the honest baseline (`benches/README.md`): SINGLE_ISSUER,
+//! DEFER_TASKRUN, COOP_TASKRUN and SUBMIT_ALL where the kernel has them, a whole batch per `io_uring_enter` (which
+//! also waits, as DEFER_TASKRUN needs), every enter counted. A `RawRing` stays on the thread that built it (`!Send`).
 
 use std::io;
 use std::marker::PhantomData;
 use std::time::Instant;
 
-use io_uring::{opcode, squeue, IoUring};
+use io_uring::{squeue, IoUring};
 
-use crate::report::Measure;
-
-/// The largest batch one loop iteration may push.
-pub const MAX_DEPTH: usize = 256;
+use super::measure::Measure;
 
 /// Applies one set of setup flags to a ring builder.
 type Setup = fn(&mut io_uring::Builder);
@@ -70,27 +59,25 @@ impl RawRing {
         self.flags
     }
 
-    /// The ring itself, for loops written elsewhere (`raw_echo.rs`).
+    /// The ring itself, for loops written elsewhere (`servers/raw.rs`, `benches/poll.rs`).
     pub fn ring(&mut self) -> &mut IoUring {
         &mut self.ring
     }
 
-    /// Completes `count` NOPs keeping `depth` in flight: push `depth` NOPs, one
-    /// `submit_and_wait(depth)`, drain the CQ, repeat.
-    pub fn nops(&mut self, count: u64, depth: usize) -> io::Result<Measure> {
-        assert!(
-            (1..=MAX_DEPTH).contains(&depth),
-            "depth {depth} outside 1..={MAX_DEPTH}"
-        );
-        let nop: squeue::Entry = opcode::Nop::new().build().user_data(0x6e6f70);
-        let batch = vec![nop; depth];
+    /// Completes `count` ops from `batch` (NOPs, a chain of linked NOPs: SQEs that point at no memory) a batch at a
+    /// time: push the batch, one `submit_and_wait` for all of it, drain the CQ, repeat; the last batch is cut short
+    /// to end at `count`.
+    ///
+    /// # Safety
+    /// No SQE of `batch` may point at memory (a buffer, an iovec): nothing here keeps any alive until its completion.
+    pub unsafe fn batches(&mut self, count: u64, batch: &[squeue::Entry]) -> io::Result<Measure> {
         let mut enters = 0u64;
         let mut done = 0u64;
         let start = Instant::now();
-        // Hot path: one enter per `depth` NOPs, nothing else between the syscalls.
+        // Hot path: one enter per batch, nothing else between the syscalls.
         while done < count {
-            let n = (count - done).min(depth as u64) as usize;
-            // SAFETY: a NOP references no memory, so nothing must outlive its completion.
+            let n = (count - done).min(batch.len() as u64) as usize;
+            // SAFETY: the SQEs reference no memory (the caller's contract).
             unsafe { self.ring.submission().push_multiple(&batch[..n]) }
                 .map_err(|_| io::Error::other("SQ full with nothing in flight"))?;
             self.ring.submit_and_wait(n)?;
@@ -130,7 +117,9 @@ mod tests {
     #[test]
     fn nops_complete_in_batches() {
         let mut ring = RawRing::new(64).expect("io_uring setup");
-        let m = ring.nops(100, 32).expect("nops");
+        let nop = io_uring::opcode::Nop::new().build();
+        // SAFETY: a NOP references no memory.
+        let m = unsafe { ring.batches(100, &vec![nop; 32]) }.expect("nops");
         assert_eq!(m.ops, 100);
         // 32 + 32 + 32 + 4.
         assert_eq!(m.enters, Some(4));

@@ -1,18 +1,10 @@
-//! The raw-ring echo server: the io-uring crate driven by hand, the bar for `bench echo`.
+//! The raw-ring echo server, the bar for `bench echo` (`harness/raw.rs`'s ring): one multishot `IORING_OP_ACCEPT`,
+//! and per connection one buffer of the message size, one `IORING_OP_RECV` then one `IORING_OP_SEND` of what came
+//! (more only after a short send), `IORING_OP_CLOSE` at the end. Each iteration is one `submit_and_wait(1)`
+//! submitting what the previous batch of CQEs queued: under load one enter serves many round trips.
 //!
-//! The best loop one can write for a ping-pong echo, as `shared/BENCHMARKS.md` asks: the ring
-//! has SINGLE_ISSUER|DEFER_TASKRUN|COOP_TASKRUN|SUBMIT_ALL where the kernel has them (see
-//! `raw.rs`), one multishot `IORING_OP_ACCEPT` takes every connection, and each connection
-//! owns one fixed buffer of the message size and alternates one `IORING_OP_RECV` with one
-//! `IORING_OP_SEND` of what came (more sends only after a short one). Every iteration is one
-//! `submit_and_wait(1)`: it submits all the SQEs the previous batch of CQEs queued and waits
-//! for the next completion, so under load one enter serves many round trips. Ended
-//! connections are closed with `IORING_OP_CLOSE`, in the same batch.
-//!
-//! # Invariant
-//! A connection's slot (and so its buffer) is freed only after a CQE that leaves no op of it
-//! in flight: a recv of 0 or an error, or a failed send. Ops in flight at shutdown keep their
-//! buffers alive: the slots are leaked rather than freed under the kernel.
+//! Invariant: a connection's slot (and buffer) is freed only after a CQE that leaves no op of it in flight (a recv of
+//! 0 or an error, or a failed send); at shutdown slots with ops in flight are leaked, never freed under the kernel.
 
 use std::cell::Cell;
 use std::io;
@@ -22,8 +14,8 @@ use std::sync::Arc;
 
 use io_uring::{cqueue, opcode, squeue, types::Fd, IoUring};
 
-use crate::raw::RawRing;
-use crate::server::Ctl;
+use crate::harness::raw::RawRing;
+use crate::harness::server::Ctl;
 
 /// SQ size (the CQ is twice that): far more than the connections of a run.
 const ENTRIES: u32 = 256;
@@ -45,7 +37,7 @@ struct Conn {
 }
 
 /// Serves echo connections on `listener` until `ctl` says stop; `msg` is the buffer size.
-pub fn serve(listener: TcpListener, ctl: Arc<Ctl>, msg: usize) -> io::Result<()> {
+pub fn echo(listener: TcpListener, ctl: Arc<Ctl>, msg: usize) -> io::Result<()> {
     let mut raw = RawRing::new(ENTRIES)?;
     let ring = raw.ring();
     let enters = Cell::new(0u64);
@@ -167,8 +159,8 @@ fn push_send(ring: &mut IoUring, idx: usize, conn: &mut Conn) -> io::Result<()> 
 /// Pushes one SQE, submitting first if the SQ is full.
 fn push(ring: &mut IoUring, e: &squeue::Entry) -> io::Result<()> {
     loop {
-        // SAFETY: every buffer an SQE points to lives in a connection slot that stays
-        // allocated until the op's CQE (the module invariant); close and accept point to none.
+        // SAFETY: every buffer an SQE points to lives in a connection slot that stays allocated until the op's CQE
+        // (the module invariant); close and accept point to none.
         if unsafe { ring.submission().push(e) }.is_ok() {
             return Ok(());
         }
@@ -195,8 +187,8 @@ fn shut_down(conns: Vec<Option<Conn>>) {
     if conns.iter().all(Option::is_none) {
         return;
     }
-    // Every live connection has a recv or a send in flight that writes or reads its buffer:
-    // the ring is dropped after this function, and the kernel may still touch the buffers
-    // until it has cancelled those ops, so they are never freed.
+    // Every live connection has a recv or a send in flight that writes or reads its buffer: the ring is dropped after
+    // this function, and the kernel may still touch the buffers until it has cancelled those ops, so they are never
+    // freed.
     std::mem::forget(conns);
 }

@@ -1,19 +1,15 @@
-//! `bench idle`: what a multi-core runtime costs while it has nothing to do.
-//!
-//! Builds a runtime with `cores(2)`, takes a snapshot of each core (its `runtime::stats()`
-//! and its thread's CPU time, getrusage(2) `RUSAGE_THREAD`, read on the core itself: core 1's
-//! through a `spawn_on(1, ..)` task), then `block_on`s one sleep of 2 s (1 s with `--quick`)
-//! and takes the snapshots again. The process's CPU time over the sleep (`RUSAGE_SELF`, user
-//! and system, every thread) is printed as a share of wall time x cores; the snapshots' own
-//! wake-ups sit at the window's edges and cost each core an enter or two.
+//! `bench idle`: what a `cores(2)` runtime costs while it has nothing to do. Snapshots of each core (its
+//! `runtime::stats()` and thread CPU time, read on that core) before and after one `block_on(sleep(2 s))` (1 s with
+//! `--quick`), and the process's CPU time over the sleep (`RUSAGE_SELF`) as a share of wall time x cores.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use sysutil::{cpu_time, PinGuard, Who};
 
-use crate::report::{self, render_grid, Record, Row};
-use crate::Opts;
+use crate::harness::cli::Opts;
+use crate::harness::output::record;
+use crate::harness::report::{header, render_grid, Record, Row};
 
 /// Cores of the runtime measured.
 const CORES: usize = 2;
@@ -48,7 +44,7 @@ fn snap_all(rt: &runtime::Runtime) -> io::Result<Vec<Snap>> {
 
 /// Runs the benchmark and prints its table.
 pub fn run(opts: &Opts) -> io::Result<()> {
-    let secs = opts.seconds.unwrap_or(if opts.quick { 1.0 } else { 2.0 });
+    let secs = opts.seconds_or(1.0, 2.0);
     let window = Duration::from_secs_f64(secs);
     // Building the runtime pins this thread (its core 0); restored at the end.
     let keep = PinGuard::keep()?;
@@ -68,7 +64,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let pct = |cpu: Duration, cores: usize| {
         100.0 * cpu.as_secs_f64() / (wall.as_secs_f64() * cores as f64)
     };
-    let mut rows = vec![[
+    let mut rows = vec![header(&[
         "",
         "enters",
         "sqes",
@@ -77,10 +73,8 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         "remote wakes",
         "CPU us",
         "CPU % of wall",
-    ]
-    .map(String::from)
-    .to_vec()];
-    let one = |name: String, pct: f64, extra: Vec<(String, f64)>| Row {
+    ])];
+    let one = |name: String, pct: f64, extra| Row {
         name,
         median: pct,
         min: pct,
@@ -90,46 +84,42 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     };
     let mut records = Vec::new();
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
-        let d = a.stats - b.stats;
-        let cpu = a.cpu.saturating_sub(b.cpu);
-        let n = |v: u64| v as f64;
-        records.push(one(
+        let (d, cpu, name) = (
+            a.stats - b.stats,
+            a.cpu.saturating_sub(b.cpu),
             format!("core {i} (thread)"),
-            pct(cpu, 1),
-            vec![
-                ("enters".to_string(), n(d.enters)),
-                ("sqes".to_string(), n(d.sqes_submitted)),
-                ("cqes".to_string(), n(d.cqes_reaped)),
-                ("task_polls".to_string(), n(d.tasks_polled)),
-                ("remote_wakes".to_string(), n(d.remote_wakes)),
-                ("cpu_us".to_string(), cpu.as_secs_f64() * 1e6),
-            ],
-        ));
-        rows.push(vec![
-            format!("core {i} (thread)"),
-            d.enters.to_string(),
-            d.sqes_submitted.to_string(),
-            d.cqes_reaped.to_string(),
-            d.tasks_polled.to_string(),
-            d.remote_wakes.to_string(),
-            format!("{:.0}", cpu.as_secs_f64() * 1e6),
-            format!("{:.4}%", pct(cpu, 1)),
-        ]);
+        );
+        let us = cpu.as_secs_f64() * 1e6;
+        let counts = [
+            ("enters", d.enters),
+            ("sqes", d.sqes_submitted),
+            ("cqes", d.cqes_reaped),
+            ("task_polls", d.tasks_polled),
+            ("remote_wakes", d.remote_wakes),
+        ];
+        let mut row = vec![name.clone()];
+        row.extend(counts.iter().map(|(_, v)| v.to_string()));
+        row.extend([format!("{us:.0}"), format!("{:.4}%", pct(cpu, 1))]);
+        rows.push(row);
+        let mut extra: Vec<(String, f64)> = counts
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v as f64))
+            .collect();
+        extra.push(("cpu_us".to_string(), us));
+        records.push(one(name, pct(cpu, 1), extra));
     }
-    rows.push(vec![
-        format!("process, wall x {CORES}"),
-        "-".to_string(),
-        "-".to_string(),
-        "-".to_string(),
-        "-".to_string(),
-        "-".to_string(),
+    let mut last = vec![format!("process, wall x {CORES}")];
+    last.extend(["-"; 5].map(String::from));
+    last.extend([
         format!("{:.0}", process.as_secs_f64() * 1e6),
         format!("{:.4}%", pct(process, CORES)),
     ]);
+    rows.push(last);
+    let process_us = vec![("cpu_us".to_string(), process.as_secs_f64() * 1e6)];
     records.push(one(
         format!("process, wall x {CORES}"),
         pct(process, CORES),
-        vec![("cpu_us".to_string(), process.as_secs_f64() * 1e6)],
+        process_us,
     ));
     let title = format!(
         "idle: runtime cores({CORES}), block_on(sleep({:.1} s)), measured {:.3} s wall",
@@ -140,21 +130,20 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     print!("{}", render_grid(&rows, 2));
     print!(
         "{}",
-        report::record(Record {
-            name: report::record_name(&title),
-            title,
-            metric: "CPU % of wall".to_string(),
-            format: Box::new(|v| format!("{v:.4}%")),
-            rows: records,
-        })
+        record(Record::new(
+            &title,
+            "CPU % of wall",
+            |v| format!("{v:.4}%"),
+            records
+        ))
     );
     println!(
-        "  core rows: that core's counters and thread CPU (getrusage RUSAGE_THREAD, read on the \
-         core) between snapshots just before and after the sleep (their own wake-ups included)"
+        "  core rows: that core's counters and thread CPU (getrusage RUSAGE_THREAD, read on the core) between \
+         snapshots just before and after the sleep (their own wake-ups included)"
     );
     println!(
-        "  process row: getrusage RUSAGE_SELF user+sys over the sleep alone, every thread, as a \
-         share of wall time x {CORES} cores"
+        "  process row: getrusage RUSAGE_SELF user+sys over the sleep alone, every thread, as a share of wall time x \
+         {CORES} cores"
     );
     println!(
         "  target: an idle runtime under 1% CPU: {}",

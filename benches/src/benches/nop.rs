@@ -1,0 +1,94 @@
+//! `bench nop`: 32 IORING_OP_NOP kept in flight, raw ring vs this runtime (the `SKIP_CQWAKE` thread measured NOP
+//! throughput this way: 6.77M -> 7.80M IOPS). A NOP does no work in the kernel, so the ratio to the raw ring is what
+//! op futures, wakers and the scheduler cost. Rows: the raw ring (push 32, one `submit_and_wait(32)`, drain), 32
+//! tasks each awaiting `runtime::nop()` in a loop, one task keeping 32 `nop()` futures in flight.
+
+use std::io;
+
+use crate::harness::cli::Opts;
+use crate::harness::measure::{alternate, in_flight, timed, Contestant, Measure, Plan, Tally};
+use crate::harness::raw::RawRing;
+use crate::harness::report::{paired_ratio, Metric, Table};
+
+/// NOPs in flight at once, as in the thread.
+const DEPTH: usize = 32;
+
+/// Runs the benchmark and prints its table.
+pub fn run(opts: &Opts) -> io::Result<()> {
+    let plan = Plan::new(opts, 2_000_000, DEPTH as u64);
+    let (mut raw, rt) = (
+        RawRing::new(256)?,
+        runtime::Builder::new().entries(256).build()?,
+    );
+    let (raw_flags, rt_flags) = (raw.flags(), rt.flags().to_string());
+    let (tally_tasks, tally_single) = (Tally::default(), Tally::default());
+    let nops = vec![io_uring::opcode::Nop::new().build().user_data(0x6e6f70); DEPTH];
+    let mut contestants = vec![
+        // SAFETY: a NOP references no memory.
+        Contestant::new("raw ring", |n| unsafe { raw.batches(n, &nops) }),
+        Contestant::new("runtime 32 tasks", |n| tasks(&rt, n, &tally_tasks)),
+        Contestant::new("runtime 1 task x32", |n| single_task(&rt, n, &tally_single)),
+    ];
+    let (series, count) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    let paired = series[1..]
+        .iter()
+        .filter_map(|s| Some(format!("{} {:.2}x", s.name, paired_ratio(s, &series[0])?)));
+    let notes = vec![
+        format!("raw ring flags: {raw_flags}"),
+        format!("runtime flags:  {rt_flags}"),
+        tally_tasks.note("runtime 32 tasks"),
+        tally_single.note("runtime 1 task x32"),
+        format!(
+            "vs raw, median of the per-round ratios (drift between rounds cancels): {}",
+            paired.collect::<Vec<_>>().join(", ")
+        ),
+        "target: runtime >= 0.75x raw, <= 1/16 enters per nop".into(),
+    ];
+    let title = format!(
+        "nop: {DEPTH} IORING_OP_NOP in flight, {count} nops per run, median of {} runs",
+        plan.runs
+    );
+    print!(
+        "{}",
+        Table::new(title, Metric::Rate("nops/s"), "vs raw", 0, series, notes).render()
+    );
+    Ok(())
+}
+
+/// `count` NOPs over `DEPTH` tasks, each awaiting one NOP at a time.
+fn tasks(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<Measure> {
+    let per_task = count / DEPTH as u64;
+    rt.block_on(timed(tally, async move {
+        let task = || async move {
+            for _ in 0..per_task {
+                runtime::nop().await?;
+            }
+            Ok::<(), io::Error>(())
+        };
+        let handles: Vec<_> = (0..DEPTH).map(|_| runtime::spawn_local(task())).collect();
+        for handle in handles {
+            handle
+                .await
+                .map_err(|_| io::Error::other("nop task failed to join"))??;
+        }
+        Ok(per_task * DEPTH as u64)
+    }))
+}
+
+/// `count` NOPs from one task that keeps `DEPTH` of them in flight.
+fn single_task(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<Measure> {
+    let first = count.min(DEPTH as u64);
+    let mut left = count - first;
+    rt.block_on(timed(tally, async move {
+        in_flight((0..first).map(|_| runtime::nop()), |done| {
+            done?;
+            Ok((left > 0).then(|| {
+                left -= 1;
+                runtime::nop()
+            }))
+        })
+        .await?;
+        Ok(count)
+    }))
+}

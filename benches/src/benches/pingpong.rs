@@ -1,0 +1,253 @@
+//! `bench pingpong`: a counter bounced between two cores, ns per round trip: std threads (`sync_channel(1)`), a
+//! `cores(2)` runtime (`block_on` on core 0, a task `spawn_on(1, ..)`, each hop a remote wake through
+//! `IORING_OP_MSG_RING`), tokio multi-thread with 2 pinned workers (which may keep both tasks on one worker: a
+//! reference, not a like pair).
+
+use std::cell::Cell;
+use std::io;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use futures::{SinkExt, StreamExt};
+
+use crate::harness::cli::Opts;
+use crate::harness::measure::{add_stats, alternate, runtime_on, tokio_on, two_cpus};
+use crate::harness::measure::{Contestant, Measure, Plan};
+use crate::harness::report::{Metric, Table};
+
+/// Runs the benchmark and prints its table.
+pub fn run(opts: &Opts) -> io::Result<()> {
+    let [a, b] = two_cpus();
+    // Building the runtime pins this thread (its core 0) to CPU `a`; restored at the end.
+    let (keep, rt) = runtime_on([a, b])?;
+    let std_pair = StdPair::start(b)?;
+    let tokio_rt = tokio_on([a, b])?;
+    let counters = Counters::default();
+    let mut contestants = vec![
+        Contestant::new("std threads", |n| std_pair.run(n)),
+        Contestant::new("runtime cores(2)", |n| {
+            let (m, core0, core1) =
+                cross_runtime!(rt, n, futures::channel::mpsc::channel(1), send, next)?;
+            counters.add(n, core0, core1);
+            Ok(m)
+        }),
+        Contestant::new("tokio multi-thread", |n| tokio_pingpong(&tokio_rt, n)),
+    ];
+    let plan = Plan::new(opts, 100_000, 1);
+    let (series, n) = alternate(&mut contestants, plan)?;
+    drop(contestants);
+    drop(tokio_rt);
+    std_pair.stop()?;
+    drop((rt, keep));
+    let title = format!(
+        "pingpong: {n} round trips per run between CPU {a} and CPU {b}, median of {} runs",
+        plan.runs
+    );
+    let notes = vec![
+        "vs std: how many times faster than the std::sync::mpsc thread pair".into(),
+        "enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)".into(),
+        counters.note(),
+        "target: runtime cores(2) >= 2x faster than the std::sync::mpsc thread pair".into(),
+    ];
+    let table = Table::new(title, Metric::NsPerOp("rt"), "vs std", 0, series, notes);
+    print!("{}", table.render());
+    one_cpu_note(a, b);
+    Ok(())
+}
+
+/// Says so when both sides had to share the one allowed CPU.
+pub fn one_cpu_note(a: usize, b: usize) {
+    if a == b {
+        println!("  (only one CPU allowed: both sides share it, nothing crosses cores)");
+    }
+}
+
+/// The runtime's counters summed over every run (warm-up included), per core.
+#[derive(Default)]
+struct Counters {
+    trips: Cell<u64>,
+    cores: [Cell<runtime::Stats>; 2],
+}
+
+impl Counters {
+    fn add(&self, trips: u64, core0: runtime::Stats, core1: runtime::Stats) {
+        self.trips.set(self.trips.get() + trips);
+        self.cores[0].set(add_stats(self.cores[0].get(), core0));
+        self.cores[1].set(add_stats(self.cores[1].get(), core1));
+    }
+
+    fn note(&self) -> String {
+        let n = self.trips.get().max(1) as f64;
+        let [c0, c1] = [0, 1].map(|i| {
+            let s = self.cores[i].get();
+            let [w, e, sq, cq, p] = [
+                s.remote_wakes,
+                s.enters,
+                s.sqes_submitted,
+                s.cqes_reaped,
+                s.tasks_polled,
+            ]
+            .map(|v| v as f64 / n);
+            format!(
+                "remote wakes {w:.3}, enters {e:.3}, sqes {sq:.3}, cqes {cq:.3}, task polls {p:.3}"
+            )
+        });
+        format!("runtime per round trip (warm-up included): core 0: {c0}; core 1: {c1}")
+    }
+}
+
+/// `$n` timed round trips between the `block_on` future of `$rt` (core 0) and a fresh ponger task `spawn_on(1, ..)`,
+/// through two channels `$chan` (`$send` and `$recv` their calls): `io::Result<(Measure, core 0's counters, core
+/// 1's)>`. A macro, as the channel types of `pingpong` and `sync` share no trait.
+macro_rules! cross_runtime {
+    ($rt:expr, $n:expr, $chan:expr, $send:ident, $recv:ident) => {{
+        #[allow(unused_mut)]
+        let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($chan, $chan);
+        $rt.block_on(async move {
+            let wrong = || io::Error::other("the ponger answered the wrong count");
+            let pong = runtime::spawn_on(1, async move {
+                let before = runtime::stats().expect("on core 1");
+                // Hot path: one receive and one send per round trip.
+                while let Some(v) = from_a.$recv().await {
+                    if to_a.$send(v + 1).await.is_err() {
+                        break;
+                    }
+                }
+                runtime::stats().expect("on core 1") - before
+            });
+            // One untimed round trip: the ponger is running on core 1 before the clock starts.
+            to_b.$send(0).await.map_err(io::Error::other)?;
+            from_b.$recv().await;
+            let before = runtime::stats().expect("on core 0");
+            let start = std::time::Instant::now();
+            // Hot path: one send and one receive per round trip.
+            for i in 1..=$n {
+                to_b.$send(i).await.map_err(io::Error::other)?;
+                if from_b.$recv().await != Some(i + 1) {
+                    return Err(wrong());
+                }
+            }
+            let elapsed = start.elapsed();
+            let core0 = runtime::stats().expect("on core 0") - before;
+            drop(to_b);
+            let core1 = pong.await.map_err(io::Error::other)?;
+            Ok((
+                Measure {
+                    ops: $n,
+                    elapsed,
+                    enters: Some(core0.enters),
+                },
+                core0,
+                core1,
+            ))
+        })
+    }};
+}
+pub(crate) use cross_runtime;
+
+/// `n` round trips on tokio's runtime `rt`, both sides spawned onto its workers.
+pub fn tokio_pingpong(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
+    let ((to_b, mut from_a), (to_a, mut from_b)) =
+        (tokio::sync::mpsc::channel(1), tokio::sync::mpsc::channel(1));
+    rt.block_on(async move {
+        let pong = tokio::spawn(async move {
+            while let Some(v) = from_a.recv().await {
+                if to_a.send(v + 1).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let ping = tokio::spawn(async move {
+            to_b.send(0).await.map_err(io::Error::other)?;
+            from_b.recv().await;
+            let start = Instant::now();
+            for i in 1..=n {
+                to_b.send(i).await.map_err(io::Error::other)?;
+                if from_b.recv().await != Some(i + 1) {
+                    return Err(io::Error::other("the ponger answered the wrong count"));
+                }
+            }
+            Ok(start.elapsed())
+        });
+        let elapsed = ping.await.map_err(io::Error::other)??;
+        pong.await.map_err(io::Error::other)?;
+        Ok(Measure {
+            ops: n,
+            elapsed,
+            enters: None,
+        })
+    })
+}
+
+/// The std contestant: a ponger thread pinned to its CPU, alive for the whole benchmark.
+struct StdPair {
+    to_b: SyncSender<u64>,
+    from_b: Receiver<u64>,
+    thread: JoinHandle<io::Result<()>>,
+}
+
+impl StdPair {
+    fn start(cpu: usize) -> io::Result<StdPair> {
+        let ((to_b, from_a), (to_a, from_b)) = (sync_channel::<u64>(1), sync_channel::<u64>(1));
+        let thread = std::thread::Builder::new()
+            .name("pingpong-std".to_string())
+            .spawn(move || {
+                sysutil::pin_to(cpu)?;
+                // Hot path: one blocking receive and one send per round trip.
+                while let Ok(v) = from_a.recv() {
+                    if to_a.send(v + 1).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            })?;
+        Ok(StdPair {
+            to_b,
+            from_b,
+            thread,
+        })
+    }
+
+    fn run(&self, n: u64) -> io::Result<Measure> {
+        let gone = || io::Error::other("the std ponger thread is gone");
+        let start = Instant::now();
+        for i in 0..n {
+            self.to_b.send(i).map_err(|_| gone())?;
+            if self.from_b.recv().map_err(|_| gone())? != i + 1 {
+                return Err(io::Error::other("the ponger answered the wrong count"));
+            }
+        }
+        Ok(Measure::since(n, start))
+    }
+
+    fn stop(self) -> io::Result<()> {
+        drop(self.to_b);
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the std ponger thread panicked")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contestants_count_round_trips() {
+        let (keep, rt) = runtime_on(two_cpus()).expect("runtime");
+        let (m, core0, _) =
+            cross_runtime!(rt, 100, futures::channel::mpsc::channel(1), send, next).unwrap();
+        assert!(m.ops == 100 && core0.remote_wakes > 0);
+        drop((rt, keep));
+        let pair = StdPair::start(0).expect("std pair");
+        assert_eq!(pair.run(100).expect("std run").ops, 100);
+        pair.stop().expect("stop");
+        assert_eq!(
+            tokio_pingpong(&tokio_on(two_cpus()).unwrap(), 100)
+                .unwrap()
+                .ops,
+            100
+        );
+    }
+}

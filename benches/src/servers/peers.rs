@@ -1,0 +1,296 @@
+//! Peer io_uring runtimes as extra rows of `bench echo` and `bench accept` (feature `peers`), each written as its own
+//! examples write it, on a `Server::spawn` thread like every server here, its ring this runtime's size:
+//! - monoio: `IoUringDriver`, a `monoio::spawn` task per connection, owned-buffer `read` / `write_all`;
+//! - glommio: a `LocalExecutor` pinned to the server CPU, a detached `spawn_local` task per connection, `AsyncRead` /
+//!   `AsyncWrite` on a borrowed buffer (it needs `RLIMIT_MEMLOCK` >= 512 KiB and the CPU topology in sysfs);
+//! - tokio-uring: its runtime, a `tokio_uring::spawn` task per connection, owned-buffer `read` / `write_all`.
+//!
+//! A peer whose runtime cannot start says why on stderr and loses its row. Their servers live in this process for the
+//! whole benchmark, so every row's peak RSS includes them (glommio's 10 MiB `io_memory` pool is resident).
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{FromRawFd as _, IntoRawFd as _};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use super::{accept_loop, accepts, ACCEPT_MSG, ENTRIES};
+use crate::harness::server::{no_stats, Ctl, Server};
+
+/// How long a peer's server thread may take to build its runtime.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A peer's server body: the listener, the control block, the CPU it is pinned to (for runtimes that pin themselves),
+/// the channel for its runtime's build result, and the message size (`None`: the accept server).
+type Body = fn(TcpListener, Arc<Ctl>, usize, Ready, Option<usize>) -> io::Result<()>;
+
+/// Every peer, in the order of their rows: its name, its servers, and a hint printed with a setup error.
+const PEERS: [(&str, Body, &str); 3] = [
+    (
+        "monoio",
+        monoio,
+        "io_uring setup failed (kernel.io_uring_disabled? seccomp?)",
+    ),
+    (
+        "glommio",
+        glommio,
+        "glommio needs RLIMIT_MEMLOCK >= 512 KiB (`ulimit -l 512`) and /sys/devices/system/cpu",
+    ),
+    (
+        "tokio-uring",
+        tokio_uring,
+        "io_uring setup failed (kernel.io_uring_disabled? seccomp?)",
+    ),
+];
+
+/// The server thread's one message to [`spawn`]: its runtime was built, or why not.
+pub struct Ready(mpsc::Sender<io::Result<()>>);
+
+impl Ready {
+    /// Passes a runtime build result through, telling [`spawn`] how it went.
+    fn built<T>(self, result: io::Result<T>) -> io::Result<T> {
+        let copy = result
+            .as_ref()
+            .map(drop)
+            .map_err(|e| io::Error::new(e.kind(), e.to_string()));
+        // `spawn` may have given up waiting; then nobody needs the answer.
+        let _ = self.0.send(copy);
+        result
+    }
+}
+
+/// Starts every peer's echo server for `msg`-byte messages on `cpu`.
+pub fn echo_servers(cpu: usize, msg: usize) -> Vec<(&'static str, Server)> {
+    PEERS
+        .iter()
+        .filter_map(|p| spawn("echo", *p, cpu, Some(msg)))
+        .collect()
+}
+
+/// Starts every peer's accept server on `cpu`.
+pub fn accept_servers(cpu: usize) -> Vec<(&'static str, Server)> {
+    PEERS
+        .iter()
+        .filter_map(|p| spawn("accept", *p, cpu, None))
+        .collect()
+}
+
+/// Starts a peer's server thread and waits until its runtime is up; `None` (said on stderr) when it is not.
+fn spawn(
+    bench: &str,
+    (name, body, hint): (&'static str, Body, &str),
+    cpu: usize,
+    msg: Option<usize>,
+) -> Option<(&'static str, Server)> {
+    let (tx, rx) = mpsc::channel();
+    let server = Server::spawn(&format!("{bench}-{name}"), cpu, move |l, ctl| {
+        body(l, ctl, cpu, Ready(tx), msg)
+    });
+    let why = match server {
+        Err(e) => e,
+        Ok(server) => match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(Ok(())) => return Some((name, server)),
+            // The thread has returned its error; `stop` joins it and hands it back.
+            Ok(Err(e)) => server.stop().err().unwrap_or(e),
+            Err(mpsc::RecvTimeoutError::Disconnected) => match server.stop() {
+                // The thread ended before building (pinning failed, or it panicked).
+                Err(e) => e,
+                Ok(()) => io::Error::other("the server thread ended without a word"),
+            },
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Still building: joining could hang the run, so leave the thread behind.
+                std::mem::forget(server);
+                io::Error::other("the runtime did not start in 10 s")
+            }
+        },
+    };
+    eprintln!("bench {bench}: {name}: skipped, its runtime did not start: {why} (hint: {hint})");
+    None
+}
+
+/// monoio's servers.
+fn monoio(
+    listener: TcpListener,
+    ctl: Arc<Ctl>,
+    _cpu: usize,
+    ready: Ready,
+    msg: Option<usize>,
+) -> io::Result<()> {
+    use monoio::io::{AsyncReadRent, AsyncReadRentExt, AsyncWriteRentExt};
+    use monoio::{IoUringDriver, RuntimeBuilder};
+    let rt = RuntimeBuilder::<IoUringDriver>::new()
+        .with_entries(ENTRIES)
+        .build();
+    let mut rt = ready.built(rt)?;
+    rt.block_on(async move {
+        let listener = monoio::net::TcpListener::from_std(listener)?;
+        let what = "bench: monoio server";
+        accept_loop(
+            &ctl,
+            what,
+            no_stats,
+            accepts!(&listener),
+            |(mut stream, _)| {
+                let ctl = ctl.clone();
+                monoio::spawn(async move {
+                    let Some(msg) = msg else {
+                        let (res, buf) = stream
+                            .read_exact(vec![0u8; ACCEPT_MSG].into_boxed_slice())
+                            .await;
+                        if let Err(e) = async {
+                            res?;
+                            stream.write_all(buf).await.0.map(drop)
+                        }
+                        .await
+                        {
+                            eprintln!("bench accept: monoio connection: {e}");
+                        }
+                        drop(stream);
+                        return ctl.conn_done(no_stats);
+                    };
+                    let _ = stream.set_nodelay(true);
+                    // The buffer travels to the kernel and back on every call.
+                    let mut buf = Vec::with_capacity(msg);
+                    // Hot path: one recv and (unless the socket takes a short write) one send.
+                    loop {
+                        let (res, b) = stream.read(buf).await;
+                        let n = match res {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        let (res, mut b) = stream.write_all(b).await;
+                        if res.is_err() {
+                            break;
+                        }
+                        b.clear();
+                        buf = b;
+                        ctl.tick(n as u64, no_stats);
+                    }
+                    ctl.tick(0, no_stats);
+                });
+            },
+        )
+        .await
+    })
+}
+
+/// glommio's servers.
+fn glommio(
+    listener: TcpListener,
+    ctl: Arc<Ctl>,
+    cpu: usize,
+    ready: Ready,
+    msg: Option<usize>,
+) -> io::Result<()> {
+    use futures::{AsyncReadExt, AsyncWriteExt};
+    use glommio::{LocalExecutorBuilder, Placement};
+    let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu)).name("glommio-server");
+    let ex = ready.built(
+        builder
+            .ring_depth(ENTRIES as usize)
+            .make()
+            .map_err(io::Error::from),
+    )?;
+    ex.run(async move {
+        // SAFETY: `into_raw_fd` hands over a bound, listening socket that nothing else owns; wrapped inside the
+        // executor, as glommio binds it to the current reactor.
+        let listener = unsafe { glommio::net::TcpListener::from_raw_fd(listener.into_raw_fd()) };
+        let what = "bench: glommio server";
+        accept_loop(&ctl, what, no_stats, accepts!(&listener), |mut stream| {
+            let ctl = ctl.clone();
+            let task = glommio::spawn_local(async move {
+                let Some(msg) = msg else {
+                    let mut buf = [0u8; ACCEPT_MSG];
+                    if let Err(e) = async {
+                        stream.read_exact(&mut buf).await?;
+                        stream.write_all(&buf).await
+                    }
+                    .await
+                    {
+                        eprintln!("bench accept: glommio connection: {e}");
+                    }
+                    drop(stream);
+                    return ctl.conn_done(no_stats);
+                };
+                let _ = stream.set_nodelay(true);
+                let mut buf = vec![0u8; msg];
+                // Hot path: one recv and (unless the socket takes a short write) one send.
+                loop {
+                    let n = match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if stream.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    ctl.tick(n as u64, no_stats);
+                }
+                ctl.tick(0, no_stats);
+            });
+            task.detach();
+        })
+        .await
+    })
+}
+
+/// tokio-uring's servers.
+fn tokio_uring(
+    listener: TcpListener,
+    ctl: Arc<Ctl>,
+    _cpu: usize,
+    ready: Ready,
+    msg: Option<usize>,
+) -> io::Result<()> {
+    use tokio_uring::buf::BoundedBuf;
+    let rt = ready.built(tokio_uring::Runtime::new(
+        tokio_uring::builder().entries(ENTRIES),
+    ))?;
+    rt.block_on(async move {
+        let listener = tokio_uring::net::TcpListener::from_std(listener);
+        let what = "bench: tokio-uring server";
+        accept_loop(&ctl, what, no_stats, accepts!(&listener), |(stream, _)| {
+            let ctl = ctl.clone();
+            tokio_uring::spawn(async move {
+                let Some(msg) = msg else {
+                    // tokio-uring has no `read_exact`: read until the message is whole.
+                    let (mut buf, mut got) = (vec![0u8; ACCEPT_MSG], 0);
+                    let res = async {
+                        while got < buf.len() {
+                            let (res, slice) = stream.read(buf.slice(got..)).await;
+                            buf = slice.into_inner();
+                            match res? {
+                                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                                n => got += n,
+                            }
+                        }
+                        stream.write_all(buf).await.0
+                    };
+                    if let Err(e) = res.await {
+                        eprintln!("bench accept: tokio-uring connection: {e}");
+                    }
+                    drop(stream);
+                    return ctl.conn_done(no_stats);
+                };
+                let _ = stream.set_nodelay(true);
+                // The buffer travels to the kernel and back on every call.
+                let mut buf = vec![0u8; msg];
+                // Hot path: one recv and (unless the socket takes a short write) one send.
+                loop {
+                    let (res, b) = stream.read(buf).await;
+                    let n = match res {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let (res, slice) = stream.write_all(b.slice(..n)).await;
+                    buf = slice.into_inner();
+                    if res.is_err() {
+                        break;
+                    }
+                    ctl.tick(n as u64, no_stats);
+                }
+                ctl.tick(0, no_stats);
+            });
+        })
+        .await
+    })
+}
