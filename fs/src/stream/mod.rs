@@ -2,9 +2,10 @@
 //! `futures::io::{AsyncRead, AsyncBufRead, AsyncWrite, AsyncSeek}`, and tokio's with the
 //! `tokio-io` feature (the impls are in `traits`).
 //!
-//! As on a socket (see `net`'s `io::poll`), poll-based callers lend a buffer only for one
-//! call, but the kernel needs one it owns until the CQE, so the file keeps one buffer and at
-//! most one op in flight per direction between polls. Every read and write is still an
+//! Poll-based callers lend a buffer only for one call, but the kernel needs one it owns
+//! until the CQE, so the file keeps one buffer and at most one op in flight per direction
+//! between polls: the runtime's I/O core, `runtime::ext::io`'s `ReadAhead` and
+//! `WriteBehind` (also behind a child's pipes). Every read and write is still an
 //! `IORING_OP_READ`/`IORING_OP_WRITE`, at the file's cursor (an offset the file keeps; the
 //! kernel's own file position is not used, except by appends):
 //! - reading: `poll_read` reads at the cursor as much as the caller asked for (up to
@@ -44,7 +45,7 @@
 //!   change. Reads past a new, shorter end give 0, as std's `File`.
 //! - A write-behind is never cancelled: when the file is dropped with one in flight, the
 //!   write-behind's drop hands it to a task that finishes it (rewriting a short write), or
-//!   detaches it ([`Op::detach`](runtime::driver::Op::detach)) where that task cannot run
+//!   detaches it ([`Op::detach`](runtime::ext::Op::detach)) where that task cannot run
 //!   (at shutdown); it holds a clone of the fd and owns its buffer, so the fd is closed only
 //!   after the write, and no memory the kernel may touch is freed or moved. What it fails
 //!   with then is lost (no one is left to tell).
@@ -65,8 +66,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 
-use runtime::driver::Op;
-use runtime::io::{ReadAhead, WriteBehind, CURRENT_POS};
+use runtime::ext::Op;
+use runtime::ext::io::{ReadAhead, WriteBehind, CURRENT_POS};
 
 use crate::fd::SharedFd;
 use crate::ops::{self, Statx};
