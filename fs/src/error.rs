@@ -11,7 +11,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-pub(crate) use runtime::error::context;
+pub(crate) use runtime::ext::error_context;
 
 /// The path as the C string an SQE points at; a path with an interior NUL byte is
 /// `InvalidInput` (the kernel could never see it whole), naming the operation and path.

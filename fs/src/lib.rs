@@ -2,7 +2,7 @@
 //! path operations, and [`AlignedBuf`] for `O_DIRECT`.
 //!
 //! Every operation is an io_uring op built on the `runtime` crate's public op API
-//! ([`runtime::driver::Op`]): `OPENAT`, `READ`/`WRITE`, `READV`/`WRITEV`, `FSYNC`,
+//! ([`runtime::ext::Op`]): `OPENAT`, `READ`/`WRITE`, `READV`/`WRITEV`, `FSYNC`,
 //! `SYNC_FILE_RANGE`, `FALLOCATE`, `FTRUNCATE`, `STATX`, `CLOSE`, `UNLINKAT`, `MKDIRAT`,
 //! `RENAMEAT`, `LINKAT`, `SYMLINKAT`. There is no thread pool and no blocking system call
 //! on the I/O path; this crate never touches the ring. I/O is positional with owned buffers:

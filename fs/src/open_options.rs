@@ -11,7 +11,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::error::{context, cpath};
+use crate::error::{cpath, error_context};
 use crate::fd::SharedFd;
 use crate::file::{DirectAlign, File};
 use crate::ops;
@@ -175,11 +175,11 @@ impl OpenOptions {
         let path = path.as_ref();
         let flags = self
             .flags()
-            .map_err(|e| context(e, format!("open {}", path.display())))?;
+            .map_err(|e| error_context(e, format!("open {}", path.display())))?;
         let c = cpath(path, "open")?;
         let fd = ops::open(c, flags, self.mode)
             .await
-            .map_err(|e| context(e, format!("open {}", path.display())))?;
+            .map_err(|e| error_context(e, format!("open {}", path.display())))?;
         let fd = SharedFd::new(fd);
         let direct = if flags & libc::O_DIRECT != 0 {
             Some(DirectAlign::probe(&fd).await)

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use runtime::buf::IoBuf;
 
-use crate::error::{context, cpath};
+use crate::error::{cpath, error_context};
 use crate::file::File;
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
@@ -31,7 +31,7 @@ pub async fn remove_file(path: impl AsRef<Path>) -> io::Result<()> {
     let c = cpath(path, "remove_file")?;
     ops::unlink(c, false)
         .await
-        .map_err(|e| context(e, format!("remove_file {}", path.display())))
+        .map_err(|e| error_context(e, format!("remove_file {}", path.display())))
 }
 
 /// Removes an empty directory (`unlinkat(2)` with `AT_REMOVEDIR`).
@@ -40,7 +40,7 @@ pub async fn remove_dir(path: impl AsRef<Path>) -> io::Result<()> {
     let c = cpath(path, "remove_dir")?;
     ops::unlink(c, true)
         .await
-        .map_err(|e| context(e, format!("remove_dir {}", path.display())))
+        .map_err(|e| error_context(e, format!("remove_dir {}", path.display())))
 }
 
 /// Removes a directory and everything in it, as tokio's `remove_dir_all`; a symlink is
@@ -60,7 +60,7 @@ pub async fn create_dir(path: impl AsRef<Path>) -> io::Result<()> {
     let path = path.as_ref();
     mkdir(path)
         .await
-        .map_err(|e| context(e, format!("create_dir {}", path.display())))
+        .map_err(|e| error_context(e, format!("create_dir {}", path.display())))
 }
 
 async fn mkdir(path: &Path) -> io::Result<()> {
@@ -95,11 +95,11 @@ pub async fn create_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
                 missing.push(cur);
                 match cur.parent() {
                     Some(parent) if !parent.as_os_str().is_empty() => cur = parent,
-                    _ => return Err(context(e, what())),
+                    _ => return Err(error_context(e, what())),
                 }
             }
             Err(_) if is_dir(cur).await => break,
-            Err(e) => return Err(context(e, what())),
+            Err(e) => return Err(error_context(e, what())),
         }
     }
     // Then make them, outermost first.
@@ -107,7 +107,12 @@ pub async fn create_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
         match mkdir(dir).await {
             Ok(()) => {}
             Err(_) if is_dir(dir).await => {}
-            Err(e) => return Err(context(e, format!("create_dir_all {}", dir.display()))),
+            Err(e) => {
+                return Err(error_context(
+                    e,
+                    format!("create_dir_all {}", dir.display()),
+                ))
+            }
         }
     }
     Ok(())
@@ -119,7 +124,9 @@ pub async fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> io::Result<
     let what = || format!("rename {} to {}", from.display(), to.display());
     let cf = cpath(from, "rename")?;
     let ct = cpath(to, "rename")?;
-    ops::rename(cf, ct).await.map_err(|e| context(e, what()))
+    ops::rename(cf, ct)
+        .await
+        .map_err(|e| error_context(e, what()))
 }
 
 /// Creates `link` as a new hard link to `original` (`linkat(2)`).
@@ -128,7 +135,9 @@ pub async fn hard_link(original: impl AsRef<Path>, link: impl AsRef<Path>) -> io
     let what = || format!("hard_link {} to {}", link.display(), original.display());
     let co = cpath(original, "hard_link")?;
     let cl = cpath(link, "hard_link")?;
-    ops::link(co, cl).await.map_err(|e| context(e, what()))
+    ops::link(co, cl)
+        .await
+        .map_err(|e| error_context(e, what()))
 }
 
 /// Creates `link` as a symbolic link to `target` (`symlinkat(2)`); `target` is stored as
@@ -138,7 +147,9 @@ pub async fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) -> io::Re
     let what = || format!("symlink {} to {}", link.display(), target.display());
     let ct = cpath(target, "symlink")?;
     let cl = cpath(link, "symlink")?;
-    ops::symlink(ct, cl).await.map_err(|e| context(e, what()))
+    ops::symlink(ct, cl)
+        .await
+        .map_err(|e| error_context(e, what()))
 }
 
 /// The metadata of `path`, following symlinks (`statx(2)`).
@@ -147,7 +158,7 @@ pub async fn metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
     let c = cpath(path, "metadata")?;
     ops::statx_path(c, true)
         .await
-        .map_err(|e| context(e, format!("metadata {}", path.display())))
+        .map_err(|e| error_context(e, format!("metadata {}", path.display())))
 }
 
 /// The metadata of `path` itself: a symlink is described, not followed
@@ -157,7 +168,7 @@ pub async fn symlink_metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
     let c = cpath(path, "symlink_metadata")?;
     ops::statx_path(c, false)
         .await
-        .map_err(|e| context(e, format!("symlink_metadata {}", path.display())))
+        .map_err(|e| error_context(e, format!("symlink_metadata {}", path.display())))
 }
 
 /// Reads the whole file into a `Vec`, sized from its metadata first.
@@ -275,7 +286,7 @@ where
     T: Send + 'static,
 {
     match runtime::spawn_blocking(f).await {
-        Ok(res) => res.map_err(|e| context(e, what)),
+        Ok(res) => res.map_err(|e| error_context(e, what)),
         Err(e) => Err(io::Error::other(format!(
             "{what}: the blocking pool lost the job: {e}"
         ))),

@@ -19,7 +19,7 @@ use std::task::{ready, Context, Poll};
 
 use runtime::JoinHandle;
 
-use crate::error::context;
+use crate::error::error_context;
 use crate::metadata::{FileType, Metadata};
 
 /// How many entries one trip to the blocking pool reads.
@@ -114,8 +114,9 @@ impl ReadDir {
                     if let Some(next) = buffered.pop_front() {
                         let dir = &self.dir;
                         return Poll::Ready(
-                            next.map(Some)
-                                .map_err(|e| context(e, format!("read_dir {}", dir.display()))),
+                            next.map(Some).map_err(|e| {
+                                error_context(e, format!("read_dir {}", dir.display()))
+                            }),
                         );
                     }
                     let Some(iter) = iter.take() else {

@@ -20,7 +20,7 @@ fn open_fds() -> usize {
 async fn settle() {
     for _ in 0..5 {
         runtime::time::sleep(Duration::from_millis(5)).await;
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
     }
 }
 

@@ -3,7 +3,7 @@
 //! domain sockets ([`UnixListener`], [`UnixStream`], [`UnixDatagram`]; see [`unix`]).
 //!
 //! Every socket operation is an io_uring op built on the `runtime` crate's public op API
-//! ([`runtime::driver::Op`], [`runtime::driver::MultiOp`]); this crate never touches the ring.
+//! ([`runtime::ext::Op`], [`runtime::ext::MultiOp`]); this crate never touches the ring.
 //! Socket setup (`socket(2)`, `bind(2)`, `listen(2)`, socket options, and `connect(2)` on
 //! datagram sockets, which only sets the default peer) is done with plain system calls
 //! through `socket2`: those never block.

@@ -178,7 +178,7 @@ where
 {
     match runtime::time::timeout(deadline, handshake).await {
         Ok(Ok(s)) => Ok(TlsStream::new(s.into())),
-        Ok(Err(e)) => Err(runtime::error::context(e, what())),
+        Ok(Err(e)) => Err(runtime::ext::error_context(e, what())),
         Err(_) => Err(io::Error::new(
             io::ErrorKind::TimedOut,
             format!("{} took longer than {deadline:?}", what()),

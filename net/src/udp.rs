@@ -17,8 +17,7 @@ use std::net::SocketAddr;
 use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 
 use runtime::buf::{IoBuf, IoBufMut};
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use crate::ops;
@@ -70,7 +69,7 @@ impl UdpSocket {
                 socket.bind(&a.into())?;
                 Ok(socket.into())
             };
-            let fd = bind().map_err(|e| context(e, format!("bind to {a}")))?;
+            let fd = bind().map_err(|e| error_context(e, format!("bind to {a}")))?;
             Ok(UdpSocket {
                 fd: SharedFd::new(fd),
             })
@@ -91,7 +90,7 @@ impl UdpSocket {
         for a in resolve(&addr).await? {
             match SockRef::from(&self.fd).connect(&a.into()) {
                 Ok(()) => return Ok(()),
-                Err(e) => last = Some(context(e, format!("connect to {a}"))),
+                Err(e) => last = Some(error_context(e, format!("connect to {a}"))),
             }
         }
         Err(last.unwrap_or_else(|| no_addresses("address")))

@@ -31,7 +31,7 @@ fn lock() -> MutexGuard<'static, ()> {
 async fn settle() {
     for _ in 0..5 {
         sleep(Duration::from_millis(5)).await;
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
     }
 }
 
@@ -361,8 +361,8 @@ fn bad_descriptors_give_errors() {
         for index in [63, 1 << 20] {
             // SAFETY: a test of bad input: the slot holds nothing, so nothing else owns it
             // (closing it on drop is an error the driver ignores).
-            let fd = unsafe { runtime::fd::SharedFd::from_fixed(index) };
-            let (res, _) = runtime::driver::ops::readv_at(&fd, vec![vec![0u8; 8]], u64::MAX).await;
+            let fd = unsafe { runtime::ext::SharedFd::from_fixed(index) };
+            let (res, _) = runtime::ext::raw::readv_at(&fd, vec![vec![0u8; 8]], u64::MAX).await;
             let err = res.unwrap_err();
             assert!(
                 matches!(err.raw_os_error(), Some(libc::EBADF | libc::EINVAL)),

@@ -165,7 +165,7 @@ fn many_connections_through(builder: Builder, conns: u64, len: usize) -> Option<
             let n = timeout(LIMIT, t).await.unwrap().unwrap().unwrap();
             assert_eq!(n, len);
         }
-        core_ring().map(|r| (r.entries(), r.times_empty()))
+        core_ring().map(|r| (r.entries(), r.times_starved()))
     });
     client.join().unwrap();
     empties

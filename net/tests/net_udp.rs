@@ -141,7 +141,7 @@ async fn dropped_recv_leaves_socket_usable() {
             assert!(futures::poll!(recv2.as_mut()).is_pending());
         }
         // Let the cancels reach the kernel before the datagram does.
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         runtime::time::sleep(Duration::from_millis(5)).await;
 
         let (res, _) = a

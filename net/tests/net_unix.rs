@@ -275,7 +275,7 @@ async fn datagram_bound_send_to_recv_from() {
             let mut recv = std::pin::pin!(b.recv_from(Vec::with_capacity(16)));
             assert!(futures::poll!(recv.as_mut()).is_pending());
         }
-        runtime::nop().await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
         let (res, _) = a.send_to(b"again".as_slice(), &pb).await;
         res.unwrap();
         let (res, buf) = b.recv(Vec::with_capacity(16)).await;

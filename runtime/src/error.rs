@@ -5,8 +5,7 @@
 //! `source()`, so its `raw_os_error()` is not lost. Data-path errors (a read, a write) are
 //! returned unwrapped, so callers can match `raw_os_error()` directly.
 //!
-//! Public as [`runtime::ext::error_context`](crate::ext::error_context) (`runtime::error`
-//! is the old path, kept hidden while callers switch).
+//! Public as [`runtime::ext::error_context`](crate::ext::error_context).
 
 use std::error::Error;
 use std::fmt;

@@ -28,8 +28,7 @@
 //! [`SharedFd::target`].
 //!
 //! Public as part of the extension API: [`runtime::ext::SharedFd`](crate::ext::SharedFd)
-//! and [`runtime::ext::FdTarget`](crate::ext::FdTarget) (`runtime::fd::*` is the old path,
-//! kept hidden while callers switch).
+//! and [`runtime::ext::FdTarget`](crate::ext::FdTarget).
 
 use std::cell::OnceCell;
 use std::io;
@@ -48,10 +47,6 @@ pub enum FdTarget {
     /// (`types::Fixed`, `IOSQE_FIXED_FILE`).
     Fixed(u32),
 }
-
-/// Old name of [`FdTarget`], kept while callers switch to `runtime::ext::FdTarget`.
-#[doc(hidden)]
-pub use FdTarget as Target;
 
 /// Builds an SQE naming a [`SharedFd`]'s file by the right kind: evaluates `$build` with
 /// `$t` bound to an `io_uring::types::Fd` for a regular fd, or to an

@@ -36,17 +36,13 @@ compile_error!("this runtime is built on io_uring and runs on Linux only");
 mod blocking;
 pub mod buf;
 mod builder;
-mod compat;
 mod context;
 mod cores;
-#[doc(hidden)]
-pub mod driver;
-#[doc(hidden)]
-pub mod error;
+mod driver;
+mod error;
 mod executor;
 pub mod ext;
-#[doc(hidden)]
-pub mod fd;
+mod fd;
 mod handle;
 mod loom;
 mod macros;
@@ -69,24 +65,9 @@ pub use runtime::Runtime;
 pub use stats::Stats;
 pub use time::{sleep, timeout};
 
-// Old paths, kept compiling while callers switch (see `compat.rs`): the raw ops at the
-// root (now `ext::raw`, naming their file by `SharedFd`), `io` (now `ext::io`) and
-// `core_count` (now `cores`).
-#[doc(hidden)]
-pub use compat::{poll_add, poll_multi, read, splice, write};
-#[doc(hidden)]
-pub use executor::cores as core_count;
-#[doc(hidden)]
-pub use ext::io;
-#[doc(hidden)]
-pub use ext::raw::{close, nop};
-
 /// futures, for `impl_async_io!`'s expansion.
 #[doc(hidden)]
 pub use futures as __futures;
-/// The io-uring crate, for callers of `fd_sqe!` from before `ext::io_uring`.
-#[doc(hidden)]
-pub use io_uring as __io_uring;
 /// tokio, for `impl_async_io!`'s expansion (its I/O traits need no tokio feature).
 #[doc(hidden)]
 pub use tokio as __tokio;

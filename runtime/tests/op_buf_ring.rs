@@ -9,7 +9,7 @@ use std::task::Poll;
 
 use io_uring::{opcode, types};
 use runtime::buf::BufRing;
-use runtime::ext::{Cqe, MultiOp, Release};
+use runtime::ext::{BufRingExt, Cqe, MultiOp, Release};
 use runtime::Runtime;
 
 /// A multishot read of a pipe that selects buffers from `ring`.

@@ -1,4 +1,4 @@
-//! The op lifecycle: drops before completion, completions never collected, bad fds,
+//! The op lifecycle: drops before completion, completions never collected,
 //! shutdown with ops in flight, and the state machine polled by hand.
 
 mod common;
@@ -9,6 +9,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::Duration;
 
+use runtime::ext::{raw, SharedFd};
 use runtime::Runtime;
 use tokio_test::{assert_pending, assert_ready};
 
@@ -43,7 +44,8 @@ fn read_dropped_in_flight_keeps_its_buffer_until_the_cqe() {
         assert_eq!(Rc::strong_count(&token), 1);
         // The pipe is still usable and the runtime goes on.
         write_all(&w, b"hello");
-        let (res, buf) = runtime::read(r.as_raw_fd(), vec![0u8; 16], u64::MAX).await;
+        let r = SharedFd::new(r.try_clone().unwrap());
+        let (res, buf) = raw::read(&r, vec![0u8; 16], u64::MAX).await;
         assert_eq!(res.unwrap(), 5);
         assert_eq!(&buf[..5], b"hello");
     });
@@ -55,14 +57,14 @@ fn read_dropped_then_pipe_written_and_runtime_runs_on() {
     // dropped, after the drop.
     let rt = Runtime::new().unwrap();
     let (r, w) = common::pipe();
+    let r = SharedFd::new(r);
     rt.block_on(async {
         for round in 0..50u8 {
-            let mut op =
-                tokio_test::task::spawn(runtime::read(r.as_raw_fd(), vec![0u8; 4096], u64::MAX));
+            let mut op = tokio_test::task::spawn(raw::read(&r, vec![0u8; 4096], u64::MAX));
             assert_pending!(op.poll());
             drop(op);
             write_all(&w, &[round; 100]);
-            runtime::ext::raw::nop().await.unwrap();
+            raw::nop().await.unwrap();
             // Whatever the dropped read did not take is still in the pipe, or it took it.
             let mut buf = [0u8; 4096];
             // SAFETY: non-blocking drain into a live buffer.
@@ -96,7 +98,7 @@ fn completed_then_dropped_before_repoll_frees_data() {
 fn op_completes_and_wakes_hand_polled_task() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
-        let mut op = tokio_test::task::spawn(runtime::ext::raw::nop());
+        let mut op = tokio_test::task::spawn(raw::nop());
         assert_pending!(op.poll());
         settle().await;
         assert!(op.is_woken());
@@ -105,31 +107,20 @@ fn op_completes_and_wakes_hand_polled_task() {
 }
 
 #[test]
-fn bad_fd_is_ebadf() {
-    let rt = Runtime::new().unwrap();
-    rt.block_on(async {
-        let (res, _buf) = runtime::read(-1, vec![0u8; 8], 0).await;
-        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
-        let (res, _buf) = runtime::write(987_654, b"abc".as_slice(), 0).await;
-        assert_eq!(res.unwrap_err().raw_os_error(), Some(libc::EBADF));
-        // A closed fd is tested alone in op_closed_fd.rs: here another test's new fd could
-        // take its number.
-    });
-}
-
-#[test]
 fn write_then_read_a_pipe_with_owned_buffers() {
     let rt = Runtime::new().unwrap();
     let (r, w) = common::pipe();
+    let (r, w) = (SharedFd::new(r), SharedFd::new(w));
     rt.block_on(async {
-        let (res, buf) = runtime::write(w.as_raw_fd(), b"owned bytes".to_vec(), u64::MAX).await;
+        let (res, buf) = raw::write(&w, b"owned bytes".to_vec(), u64::MAX).await;
         assert_eq!(res.unwrap(), 11);
         assert_eq!(buf, b"owned bytes");
-        let (res, buf) = runtime::read(r.as_raw_fd(), Vec::with_capacity(32), u64::MAX).await;
+        let (res, buf) = raw::read(&r, Vec::with_capacity(32), u64::MAX).await;
         assert_eq!(res.unwrap(), 11);
         assert_eq!(buf, b"owned bytes");
-        runtime::close(w).await.unwrap();
-        let (res, _) = runtime::read(r.as_raw_fd(), Vec::with_capacity(32), u64::MAX).await;
+        // The write completed, so its clone of `w` is gone: this is the last one.
+        raw::close(w.try_unwrap().unwrap()).await.unwrap();
+        let (res, _) = raw::read(&r, Vec::with_capacity(32), u64::MAX).await;
         assert_eq!(res.unwrap(), 0, "EOF once the write end is closed");
     });
 }
@@ -199,7 +190,7 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
         "only `counted` and `waker` hold it"
     );
     // The runtime goes on: ops complete.
-    rt.block_on(runtime::ext::raw::nop()).unwrap();
+    rt.block_on(raw::nop()).unwrap();
 }
 
 #[test]

@@ -1,21 +1,19 @@
-//! Linked chains (`driver::Link`) and `poll_add`: order, failure propagation, hard links,
-//! chains that must wait for SQ room, chains too long for the SQ, readiness and bad fds.
+//! Linked chains (`ext::Link`) and `poll_add`: order, failure propagation, hard links,
+//! chains that must wait for SQ room, chains too long for the SQ, and readiness.
 
 mod common;
 
+use common::pipe;
+use runtime::ext::{raw, Link, SharedFd};
 use std::future::Future;
 use std::io;
-use std::os::fd::AsRawFd;
-
-use common::pipe;
-use runtime::ext::Link;
 
 #[test]
 fn chain_of_nops_completes_every_op() {
     let rt = runtime::Runtime::new().unwrap();
     let before = rt.stats();
     let outputs = rt
-        .block_on(Link::new((0..100).map(|_| runtime::ext::raw::nop())))
+        .block_on(Link::new((0..100).map(|_| raw::nop())))
         .unwrap();
     assert_eq!(outputs.len(), 100);
     assert!(outputs.iter().all(|r| r.is_ok()));
@@ -34,18 +32,18 @@ fn chain_of_nops_completes_every_op() {
 fn linked_writes_land_in_order() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
-    let fd = w.as_raw_fd();
+    let fd = SharedFd::new(w);
     let parts: Vec<Vec<u8>> = (0..20).map(|i| format!("{i},").into_bytes()).collect();
     let expected: Vec<u8> = parts.concat();
     let outputs = rt
         .block_on(Link::new(
-            parts.into_iter().map(|p| runtime::write(fd, p, u64::MAX)),
+            parts.into_iter().map(|p| raw::write(&fd, p, u64::MAX)),
         ))
         .unwrap();
     for (res, _) in &outputs {
         assert!(res.is_ok(), "{res:?}");
     }
-    drop(w);
+    drop(fd);
     let mut got = Vec::new();
     io::Read::read_to_end(&mut std::fs::File::from(r), &mut got).unwrap();
     assert_eq!(got, expected);
@@ -56,12 +54,13 @@ fn a_failing_op_cancels_the_rest_of_the_chain() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
     io::Write::write_all(&mut std::fs::File::from(w.try_clone().unwrap()), b"abcdef").unwrap();
-    let good = r.as_raw_fd();
+    // Reading from a pipe's write end fails: EBADF (not open for reading).
+    let (good, bad) = (SharedFd::new(r), SharedFd::new(w));
     let outputs = rt
         .block_on(Link::new([
-            runtime::read(good, vec![0u8; 2], u64::MAX),
-            runtime::read(-1, vec![0u8; 2], u64::MAX),
-            runtime::read(good, vec![0u8; 2], u64::MAX),
+            raw::read(&good, vec![0u8; 2], u64::MAX),
+            raw::read(&bad, vec![0u8; 2], u64::MAX),
+            raw::read(&good, vec![0u8; 2], u64::MAX),
         ]))
         .unwrap();
     assert_eq!(outputs[0].0.as_ref().unwrap(), &2);
@@ -81,13 +80,14 @@ fn a_hard_link_runs_on_after_a_failure() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
     io::Write::write_all(&mut std::fs::File::from(w.try_clone().unwrap()), b"abcdef").unwrap();
-    let good = r.as_raw_fd();
+    // Reading from a pipe's write end fails: EBADF (not open for reading).
+    let (good, bad) = (SharedFd::new(r), SharedFd::new(w));
     let outputs = rt
         .block_on(
             Link::new([
-                runtime::read(good, vec![0u8; 2], u64::MAX),
-                runtime::read(-1, vec![0u8; 2], u64::MAX),
-                runtime::read(good, vec![0u8; 2], u64::MAX),
+                raw::read(&good, vec![0u8; 2], u64::MAX),
+                raw::read(&bad, vec![0u8; 2], u64::MAX),
+                raw::read(&good, vec![0u8; 2], u64::MAX),
             ])
             .hard(),
         )
@@ -103,7 +103,7 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
     // must flush them first instead of being split across two submissions.
     let rt = runtime::Builder::new().entries(8).build().unwrap();
     rt.block_on(async {
-        let mut singles: Vec<_> = (0..6).map(|_| runtime::ext::raw::nop()).collect();
+        let mut singles: Vec<_> = (0..6).map(|_| raw::nop()).collect();
         // Poll each once so their SQEs sit in the SQ.
         std::future::poll_fn(|cx| {
             for op in &mut singles {
@@ -112,9 +112,7 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
             std::task::Poll::Ready(())
         })
         .await;
-        let outputs = Link::new((0..8).map(|_| runtime::ext::raw::nop()))
-            .await
-            .unwrap();
+        let outputs = Link::new((0..8).map(|_| raw::nop())).await.unwrap();
         assert!(outputs.iter().all(|r| r.is_ok()));
         for op in singles {
             op.await.unwrap();
@@ -126,12 +124,12 @@ fn a_chain_waits_for_room_in_a_busy_sq() {
 fn a_chain_longer_than_the_sq_is_refused() {
     let rt = runtime::Builder::new().entries(8).build().unwrap();
     let err = rt
-        .block_on(Link::new((0..9).map(|_| runtime::ext::raw::nop())))
+        .block_on(Link::new((0..9).map(|_| raw::nop())))
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("9 linked ops"), "{err}");
     // The runtime carries on.
-    rt.block_on(runtime::ext::raw::nop()).unwrap();
+    rt.block_on(raw::nop()).unwrap();
 }
 
 #[test]
@@ -139,14 +137,15 @@ fn a_chain_refuses_an_op_already_polled() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
     io::Write::write_all(&mut std::fs::File::from(w), b"abc").unwrap();
+    let r = SharedFd::new(r);
     rt.block_on(async {
         // Completed: its buffer went back to the caller, its SQE still points at it.
-        let mut done = runtime::read(r.as_raw_fd(), vec![0u8; 8], u64::MAX);
+        let mut done = raw::read(&r, vec![0u8; 8], u64::MAX);
         let (n, buf) = (&mut done).await;
         assert_eq!(n.unwrap(), 3);
         drop(buf);
         // Submitted and in flight (nothing more to read).
-        let mut pending = runtime::read(r.as_raw_fd(), vec![0u8; 8], u64::MAX);
+        let mut pending = raw::read(&r, vec![0u8; 8], u64::MAX);
         let mut first = tokio_test::task::spawn(&mut pending);
         tokio_test::assert_pending!(first.poll());
         drop(first);
@@ -165,9 +164,7 @@ fn a_chain_refuses_an_op_already_polled() {
 #[test]
 fn an_empty_chain_resolves_at_once() {
     let rt = runtime::Runtime::new().unwrap();
-    let outputs = rt.block_on(Link::new(std::iter::empty::<
-        runtime::ext::Op<runtime::ext::raw::Nop>,
-    >()));
+    let outputs = rt.block_on(Link::new(std::iter::empty::<runtime::ext::Op<raw::Nop>>()));
     assert!(outputs.unwrap().is_empty());
 }
 
@@ -175,9 +172,9 @@ fn an_empty_chain_resolves_at_once() {
 fn dropping_a_chain_in_flight_frees_nothing_early() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
-    let fd = r.as_raw_fd();
+    let fd = SharedFd::new(r);
     rt.block_on(async {
-        let mut chain = Link::new((0..4).map(|_| runtime::read(fd, vec![0u8; 64], u64::MAX)));
+        let mut chain = Link::new((0..4).map(|_| raw::read(&fd, vec![0u8; 64], u64::MAX)));
         // Submit, then drop while the first read waits on the empty pipe.
         std::future::poll_fn(|cx| {
             assert!(std::pin::Pin::new(&mut chain).poll(cx).is_pending());
@@ -190,7 +187,7 @@ fn dropping_a_chain_in_flight_frees_nothing_early() {
     io::Write::write_all(&mut std::fs::File::from(w), b"late").unwrap();
     rt.block_on(async {
         for _ in 0..10 {
-            runtime::ext::raw::nop().await.unwrap();
+            raw::nop().await.unwrap();
         }
     });
 }
@@ -199,11 +196,11 @@ fn dropping_a_chain_in_flight_frees_nothing_early() {
 fn poll_add_waits_for_readiness() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
-    let fd = r.as_raw_fd();
+    let fd = SharedFd::new(r);
     rt.block_on(async {
-        let poll = runtime::spawn_local(runtime::poll_add(fd, libc::POLLIN as u32));
+        let poll = runtime::spawn_local(raw::poll_add(&fd, libc::POLLIN as u32));
         for _ in 0..5 {
-            runtime::ext::raw::nop().await.unwrap();
+            raw::nop().await.unwrap();
         }
         assert!(!poll.is_finished(), "nothing written yet");
         io::Write::write_all(&mut std::fs::File::from(w), b"x").unwrap();
@@ -213,31 +210,22 @@ fn poll_add_waits_for_readiness() {
 }
 
 #[test]
-fn poll_add_on_a_bad_fd_is_ebadf() {
-    let rt = runtime::Runtime::new().unwrap();
-    let err = rt
-        .block_on(runtime::poll_add(-1, libc::POLLIN as u32))
-        .unwrap_err();
-    assert_eq!(err.raw_os_error(), Some(libc::EBADF));
-}
-
-#[test]
 fn poll_multi_reports_every_readiness_from_one_sqe() {
     use futures::StreamExt;
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
+    let fd = SharedFd::new(r.try_clone().unwrap());
     let (mut r, mut w) = (std::fs::File::from(r), std::fs::File::from(w));
-    let fd = r.as_raw_fd();
     rt.block_on(async {
         let before = runtime::stats().unwrap();
-        let mut ready = runtime::poll_multi(fd, libc::POLLIN as u32);
+        let mut ready = raw::poll_multi(&fd, libc::POLLIN as u32);
         for i in 0..5u8 {
             // Nothing written: the next event is not there yet.
             let mut next = tokio_test::task::spawn(ready.next());
             tokio_test::assert_pending!(next.poll());
             drop(next);
             for _ in 0..3 {
-                runtime::ext::raw::nop().await.unwrap();
+                raw::nop().await.unwrap();
             }
             let mut next = tokio_test::task::spawn(ready.next());
             tokio_test::assert_pending!(next.poll());
@@ -259,25 +247,14 @@ fn poll_multi_reports_every_readiness_from_one_sqe() {
 }
 
 #[test]
-fn poll_multi_on_a_bad_fd_yields_ebadf_then_ends() {
-    use futures::StreamExt;
-    let rt = runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let mut ready = runtime::poll_multi(-1, libc::POLLIN as u32);
-        let err = ready.next().await.unwrap().unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(libc::EBADF));
-        assert!(ready.next().await.is_none());
-    });
-}
-
-#[test]
 fn dropping_an_armed_poll_multi_leaves_the_runtime_sane() {
     use futures::StreamExt;
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
     let mut w = std::fs::File::from(w);
+    let r = SharedFd::new(r);
     rt.block_on(async {
-        let mut ready = runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
+        let mut ready = raw::poll_multi(&r, libc::POLLIN as u32);
         let mut next = tokio_test::task::spawn(ready.next());
         tokio_test::assert_pending!(next.poll());
         drop(next);
@@ -285,10 +262,10 @@ fn dropping_an_armed_poll_multi_leaves_the_runtime_sane() {
         // The cancelled request's CQEs arrive and are dropped by the driver.
         io::Write::write_all(&mut w, b"x").unwrap();
         for _ in 0..10 {
-            runtime::ext::raw::nop().await.unwrap();
+            raw::nop().await.unwrap();
         }
         // A new request on the same fd sees the byte still there.
-        let mut again = runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
+        let mut again = raw::poll_multi(&r, libc::POLLIN as u32);
         assert!(again.next().await.unwrap().is_ok());
     });
 }
@@ -302,9 +279,9 @@ fn a_stream_with_many_queued_events_yields_to_other_tasks() {
     let rt = runtime::Runtime::new().unwrap();
     let (r, w) = pipe();
     let mut w = std::fs::File::from(w);
-    let fd = r.as_raw_fd();
+    let fd = SharedFd::new(r);
     rt.block_on(async {
-        let mut ready = runtime::poll_multi(fd, libc::POLLIN as u32);
+        let mut ready = raw::poll_multi(&fd, libc::POLLIN as u32);
         let mut next = tokio_test::task::spawn(ready.next());
         tokio_test::assert_pending!(next.poll());
         drop(next);
@@ -312,7 +289,7 @@ fn a_stream_with_many_queued_events_yields_to_other_tasks() {
         // queues in the stream's slot while nobody polls it.
         for _ in 0..EVENTS {
             io::Write::write_all(&mut w, b"x").unwrap();
-            runtime::ext::raw::nop().await.unwrap();
+            raw::nop().await.unwrap();
         }
         let drained = Rc::new(Cell::new(0usize));
         let seen = drained.clone();

@@ -5,11 +5,10 @@
 mod common;
 
 use std::io;
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use common::{kernel_version, pipe};
-use runtime::ext::Link;
+use runtime::ext::{raw, Link, SharedFd};
 use runtime::{Builder, Features};
 
 /// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
@@ -59,9 +58,10 @@ fn exercise(builder: Builder) -> (runtime::Runtime, Vec<Features>) {
             .expect("linked nops");
         assert_eq!(outs.len(), 4);
         let (r, w) = pipe();
-        let (n, _) = runtime::write(w.as_raw_fd(), b"ping".to_vec(), u64::MAX).await;
+        let (r, w) = (SharedFd::new(r), SharedFd::new(w));
+        let (n, _) = raw::write(&w, b"ping".to_vec(), u64::MAX).await;
         assert_eq!(n.expect("pipe write"), 4);
-        let (n, buf) = runtime::read(r.as_raw_fd(), vec![0u8; 16], u64::MAX).await;
+        let (n, buf) = raw::read(&r, vec![0u8; 16], u64::MAX).await;
         assert_eq!(&buf[..n.expect("pipe read")], b"ping");
         runtime::time::sleep(Duration::from_millis(2)).await;
         let t = runtime::time::timeout(Duration::from_millis(5), std::future::pending::<()>());

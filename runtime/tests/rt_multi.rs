@@ -3,12 +3,12 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use runtime::ext::{raw, SharedFd};
 use runtime::Builder;
 
 #[test]
@@ -107,10 +107,12 @@ fn shutdown_with_ops_in_flight_on_every_core() {
                 for _ in 0..8 {
                     let fd = r.try_clone().unwrap();
                     let t = token.clone();
-                    drop(runtime::spawn_on(core, async move {
+                    // The read holds a `SharedFd` (not `Send`): made on its core.
+                    drop(runtime::spawn_on_local(core, move || async move {
                         let _t = t;
+                        let fd = SharedFd::new(fd);
                         // Never completes: nobody writes to the pipe.
-                        let _ = runtime::read(fd.as_raw_fd(), vec![0u8; 64], u64::MAX).await;
+                        let _ = raw::read(&fd, vec![0u8; 64], u64::MAX).await;
                         drop(fd);
                     }));
                 }

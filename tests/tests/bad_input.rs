@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use corering_net::{TcpListener, TcpStream, UdpSocket, UnixStream};
 use futures::{FutureExt, StreamExt};
+use runtime::ext::{raw, SharedFd};
 use runtime::time::{interval, interval_at, sleep, sleep_until, timeout, timeout_at};
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -213,21 +214,9 @@ fn zero_length_buffers_are_answered_not_submitted_wrongly() {
         );
         std::fs::remove_dir_all(&dir).unwrap();
         let (r, w) = tests::pipe();
-        use std::os::fd::AsRawFd;
-        assert_eq!(
-            runtime::write(w.as_raw_fd(), Vec::new(), u64::MAX)
-                .await
-                .0
-                .unwrap(),
-            0
-        );
-        assert_eq!(
-            runtime::read(r.as_raw_fd(), Vec::new(), u64::MAX)
-                .await
-                .0
-                .unwrap(),
-            0
-        );
+        let (r, w) = (SharedFd::new(r), SharedFd::new(w));
+        assert_eq!(raw::write(&w, Vec::new(), u64::MAX).await.0.unwrap(), 0);
+        assert_eq!(raw::read(&r, Vec::new(), u64::MAX).await.0.unwrap(), 0);
     });
 }
 
@@ -236,7 +225,6 @@ fn zero_length_buffers_are_answered_not_submitted_wrongly() {
 /// so the buffers cost address space, not memory.
 #[test]
 fn buffers_longer_than_u32_max_give_true_counts() {
-    use std::os::fd::AsRawFd;
     const FOUR_GIB: usize = 1 << 32;
     const FIVE_GIB: usize = 5 << 30;
     run(async {
@@ -325,7 +313,8 @@ fn buffers_longer_than_u32_max_give_true_counts() {
         std::fs::File::from(w.try_clone().unwrap())
             .write_all(b"pipe")
             .unwrap();
-        let (res, buf) = runtime::read(r.as_raw_fd(), Vec::with_capacity(FOUR_GIB), u64::MAX).await;
+        let r = SharedFd::new(r);
+        let (res, buf) = raw::read(&r, Vec::with_capacity(FOUR_GIB), u64::MAX).await;
         assert_eq!(res.unwrap(), 4);
         assert_eq!(&buf[..], b"pipe");
     });

@@ -15,7 +15,7 @@
 //! whose own quarantine then sees every free: `scripts/asan.sh`).
 
 use std::future::Future;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Mutex;
@@ -26,7 +26,7 @@ use corering_net::{TcpListener, TcpStream};
 use futures::{Stream, StreamExt};
 use io_uring::{opcode, types};
 use runtime::buf::{BufRing, RingBuf};
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{raw, Completable, Cqe, Op, SharedFd};
 use tests::quarantine::{self, Corruption};
 use tests::{is_payload, payload, payload_byte, Rng};
 
@@ -114,7 +114,7 @@ struct Round {
     connect_to: std::net::SocketAddr,
     file: corering_fs::File,
     path: std::path::PathBuf,
-    pipe: OwnedFd,
+    pipe: SharedFd,
     counts: Shared,
 }
 
@@ -332,9 +332,8 @@ async fn lane(i: usize, round: Rc<Round>, mut rng: Rng) {
                 }
             }
             PIPE_READ => {
-                let fd = round.pipe.as_raw_fd();
                 let out = drive(tag, p, &mut rng, &counts, || {
-                    runtime::read(fd, vec![0u8; n], u64::MAX)
+                    raw::read(&round.pipe, vec![0u8; n], u64::MAX)
                 })
                 .await;
                 if let Some((res, buf)) = out {
@@ -444,7 +443,7 @@ fn run_round(seed: u64, round_no: u64, path: &std::path::Path, counts: &Shared) 
             connect_to,
             file,
             path,
-            pipe: pipe_r,
+            pipe: SharedFd::new(pipe_r),
             counts: counts.clone(),
         });
         // None of these ends while the round runs: one that did panicked (its message is

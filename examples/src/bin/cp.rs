@@ -12,7 +12,7 @@
 //! DST is left partly written).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::pin::pin;
 use std::process::ExitCode;
 
@@ -20,6 +20,7 @@ use examples::args::Args;
 use futures::future::{select, Either};
 use futures::stream::{FuturesUnordered, StreamExt};
 use runtime::buf::IoBuf;
+use runtime::ext::{raw, SharedFd};
 
 const USAGE: &str = "\
 cp: copy a file with several io_uring reads and writes in flight
@@ -63,10 +64,9 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
         Either::Right((_, copy)) => {
-            // `runtime::splice` names the pipes by fd number: dropping the copy would close
-            // them under splices still in flight. The process ends now; the kernel closes
-            // them after the runtime has reaped those splices.
-            std::mem::forget(copy);
+            // Dropping the copy is safe with splices in flight: each keeps a clone of its
+            // files (`SharedFd`) until its final CQE.
+            drop(copy);
             eprintln!("cp: interrupted; {dst} is incomplete");
             ExitCode::from(130)
         }
@@ -133,12 +133,15 @@ async fn copy_spliced(
     depth: usize,
     block: usize,
 ) -> io::Result<()> {
+    // The splices name both files by `SharedFd`: each holds a duplicate of the file's fd.
+    let src = SharedFd::new(src.as_fd().try_clone_to_owned()?);
+    let dst = SharedFd::new(dst.as_fd().try_clone_to_owned()?);
     in_blocks(
         len,
         depth,
         || Pipe::new(block),
         |p| p.size,
-        |pipe, pos, n| splice_block(src, dst, pipe, pos, n),
+        |pipe, pos, n| splice_block(&src, &dst, pipe, pos, n),
     )
     .await
 }
@@ -181,8 +184,8 @@ where
 
 /// A pipe for splicing one block at a time.
 struct Pipe {
-    read: OwnedFd,
-    write: OwnedFd,
+    read: SharedFd,
+    write: SharedFd,
     /// Its capacity: a block never holds more, so a splice into it never waits.
     size: usize,
 }
@@ -207,8 +210,8 @@ impl Pipe {
             return Err(context(io::Error::last_os_error(), "sizing", "a pipe"));
         }
         Ok(Pipe {
-            read,
-            write,
+            read: SharedFd::new(read),
+            write: SharedFd::new(write),
             size: size as usize,
         })
     }
@@ -217,8 +220,8 @@ impl Pipe {
 /// Moves `n` bytes at `pos` of `src` into `pipe`, then out of it to `pos` of `dst`; `n` is at
 /// most the pipe's size, so the first splice never waits for the second.
 async fn splice_block(
-    src: &corering_fs::File,
-    dst: &corering_fs::File,
+    src: &SharedFd,
+    dst: &SharedFd,
     pipe: Pipe,
     pos: u64,
     n: usize,
@@ -228,15 +231,7 @@ async fn splice_block(
         while moved < n {
             let at = pos + moved as u64;
             let want = (n - moved) as u32;
-            let k = runtime::splice(
-                src.as_raw_fd(),
-                Some(at),
-                pipe.write.as_raw_fd(),
-                None,
-                want,
-                0,
-            )
-            .await?;
+            let k = raw::splice(src, Some(at), &pipe.write, None, want, 0).await?;
             if k == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -246,15 +241,7 @@ async fn splice_block(
             let mut out = 0;
             while out < k {
                 let at = pos + (moved + out) as u64;
-                let m = runtime::splice(
-                    pipe.read.as_raw_fd(),
-                    None,
-                    dst.as_raw_fd(),
-                    Some(at),
-                    (k - out) as u32,
-                    0,
-                )
-                .await?;
+                let m = raw::splice(&pipe.read, None, dst, Some(at), (k - out) as u32, 0).await?;
                 if m == 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::WriteZero,

@@ -45,7 +45,7 @@ impl File {
             // SAFETY: `lseek` on an fd we own; it touches no memory of ours.
             if unsafe { libc::lseek(owned.as_raw_fd(), pos as libc::off_t, libc::SEEK_SET) } < 0 {
                 let e = io::Error::last_os_error();
-                return Err(runtime::error::context(e, "into_std: lseek"));
+                return Err(runtime::ext::error_context(e, "into_std: lseek"));
             }
         }
         Ok(std::fs::File::from(owned))
@@ -66,7 +66,7 @@ impl File {
         let raw = unsafe { libc::fcntl(self.fd.raw(), libc::F_DUPFD_CLOEXEC, 0) };
         if raw < 0 {
             let e = io::Error::last_os_error();
-            return Err(runtime::error::context(e, "try_clone"));
+            return Err(runtime::ext::error_context(e, "try_clone"));
         }
         // SAFETY: `raw` is a new fd that nothing else owns.
         let dup = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -103,7 +103,7 @@ async fn take_fd(mut fd: SharedFd) -> io::Result<OwnedFd> {
             Err(shared) => fd = shared,
         }
         if attempt < 100 {
-            runtime::nop().await?;
+            runtime::ext::raw::nop().await?;
         } else {
             runtime::sleep(Duration::from_millis(1)).await;
         }
@@ -117,7 +117,7 @@ async fn take_fd(mut fd: SharedFd) -> io::Result<OwnedFd> {
 /// past about a second, leaves it to be closed when that op finishes, and gives `Ok`.
 pub(super) async fn close_fd(fd: SharedFd) -> io::Result<()> {
     match take_fd(fd).await {
-        Ok(owned) => runtime::close(owned).await,
+        Ok(owned) => runtime::ext::raw::close(owned).await,
         Err(_) => Ok(()),
     }
 }

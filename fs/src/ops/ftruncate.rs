@@ -3,7 +3,7 @@
 use std::io;
 
 use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
 

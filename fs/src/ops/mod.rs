@@ -16,7 +16,7 @@
 use std::ffi::CString;
 use std::io;
 
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 mod fallocate;
 mod fsync;
@@ -40,7 +40,7 @@ pub(crate) use mkdir::mkdir;
 pub(crate) use open::open;
 pub(crate) use read::{read_at, ReadAt};
 pub(crate) use rename::rename;
-pub(crate) use runtime::driver::ops::{readv_at, writev_at};
+pub(crate) use runtime::ext::raw::{readv_at, writev_at};
 pub(crate) use statx::{statx_fd, statx_path, Statx};
 pub(crate) use symlink::symlink;
 pub(crate) use sync_range::sync_range;

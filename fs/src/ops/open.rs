@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 /// The data of an open: the path the kernel reads.
 pub(crate) struct Open {

@@ -4,7 +4,7 @@ use std::io;
 
 use io_uring::{opcode, types};
 use runtime::buf::IoBufMut;
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
 

@@ -8,7 +8,7 @@ use std::ffi::{CStr, CString};
 use std::io;
 
 use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, Op};
+use runtime::ext::{Completable, Cqe, Op};
 
 use crate::fd::SharedFd;
 use crate::metadata::Metadata;

@@ -4,7 +4,7 @@
 use std::ffi::CString;
 
 use io_uring::{opcode, types};
-use runtime::driver::Op;
+use runtime::ext::Op;
 
 use super::{path_op, Paths};
 

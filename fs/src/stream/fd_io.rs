@@ -7,14 +7,14 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use runtime::buf::{IoBuf, Slice};
-use runtime::driver::Op;
-use runtime::io::{ReadOp, WriteOp};
+use runtime::ext::io::{ReadOp, WriteOp};
+use runtime::ext::Op;
 
 use crate::fd::SharedFd;
 use crate::ops::{self, ReadAt, WriteAt};
 
-/// A file's fd, for [`ReadAhead`](runtime::io::ReadAhead) and
-/// [`WriteBehind`](runtime::io::WriteBehind).
+/// A file's fd, for [`ReadAhead`](runtime::ext::io::ReadAhead) and
+/// [`WriteBehind`](runtime::ext::io::WriteBehind).
 #[derive(Clone)]
 pub(super) struct FileFd(pub(super) SharedFd);
 

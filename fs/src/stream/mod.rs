@@ -52,7 +52,7 @@
 //! - A write error does not stick here: it is reported once (the write-behind's failure is
 //!   taken at once) and the cursor goes back where the failed bytes began.
 //!
-//! The buffers and ops in flight are the runtime's shared I/O core (`runtime::io`): a
+//! The buffers and ops in flight are the runtime's shared I/O core (`runtime::ext::io`): a
 //! [`ReadAhead`] and a [`WriteBehind`] over the file's fd, at the cursor; this module keeps
 //! the cursor, the ordering between the directions and the handle's coherence rules.
 //!
@@ -66,8 +66,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 
-use runtime::ext::Op;
 use runtime::ext::io::{ReadAhead, WriteBehind, CURRENT_POS};
+use runtime::ext::Op;
 
 use crate::fd::SharedFd;
 use crate::ops::{self, Statx};

@@ -27,7 +27,7 @@ pub(crate) use read::{ReadState, RingRead};
 pub use recv_stream::RecvStream;
 pub(crate) use write::WriteState;
 
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 /// The next received chunk of `fd`, through its read state (see [`Chunk`]).
 pub(crate) async fn read_chunk(fd: &SharedFd, read: &mut ReadState) -> std::io::Result<Chunk> {

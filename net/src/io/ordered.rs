@@ -14,7 +14,7 @@ use std::io;
 use std::task::Poll;
 
 use runtime::buf::IoBufMut;
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use super::{owned, ReadState, WriteState};
 

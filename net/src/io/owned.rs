@@ -11,7 +11,7 @@
 use std::io;
 
 use runtime::buf::{IoBuf, IoBufMut};
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use crate::ops::{self, MAX_LEN};
 

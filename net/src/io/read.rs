@@ -19,7 +19,7 @@
 //! Where the core has no ring (a kernel without provided-buffer rings, or
 //! [`Builder::recv_multishot(false)`](runtime::Builder::recv_multishot)) the reader falls
 //! back to a 16 KiB buffer of its own and one `RECV` per fill: the runtime's shared
-//! read-ahead ([`runtime::io::ReadAhead`]) over the socket's fd.
+//! read-ahead ([`runtime::ext::io::ReadAhead`]) over the socket's fd.
 //!
 //! Dropping the socket mid-op is safe: an op moves its data into the driver's ignored
 //! slot, and the buffers of CQEs nobody sees go back to the ring.
@@ -31,9 +31,8 @@ use std::io;
 use std::task::{ready, Context, Poll};
 
 use runtime::buf::{BufRing, RingBuf};
-use runtime::driver::{MultiOp, Op};
-use runtime::fd::SharedFd;
-use runtime::io::{ReadAhead, ReadOp};
+use runtime::ext::io::{ReadAhead, ReadOp};
+use runtime::ext::{BufRingExt, MultiOp, Op, SharedFd};
 
 use super::Chunk;
 use crate::ops::{self, Recv, RecvMulti};
@@ -376,10 +375,10 @@ impl RingRead {
                     });
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
-                    self.ring.note_empty();
+                    self.ring.note_starved();
                     self.empties += 1;
                     // A ring too small for the load grows (then arm on the new one at once).
-                    let grown = self.core.then(|| runtime::buf::grow_core_ring(&self.ring));
+                    let grown = self.core.then(|| runtime::ext::grow_core_ring(&self.ring));
                     if let Some(bigger) = grown.flatten() {
                         self.ring = bigger;
                         continue;

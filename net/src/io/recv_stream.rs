@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 use runtime::buf::{BufRing, RingBuf};
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use super::RingRead;
 

@@ -7,7 +7,7 @@
 //! `poll_write`, `poll_flush` or `poll_close` first waits for that send and reports its
 //! error, if any. `write_chunk` does the same with a received chunk, without the copy.
 //!
-//! The send is detached ([`Op::detach`](runtime::driver::Op::detach)): it carries
+//! The send is detached ([`Op::detach`](runtime::ext::Op::detach)): it carries
 //! `MSG_WAITALL` (the kernel sends every byte itself, waiting for room), its completion
 //! wakes no task unless one waits for it, and the driver frees its bytes (a chunk goes back
 //! to its ring) as soon as it completes, so an idle connection holds no buffer. It is not
@@ -29,9 +29,8 @@ use std::rc::Rc;
 use std::task::{ready, Context, Poll, Waker};
 
 use runtime::buf::IoBuf;
-use runtime::driver::Op;
-use runtime::fd::SharedFd;
-use runtime::io::StickyError;
+use runtime::ext::io::StickyError;
+use runtime::ext::{Op, SharedFd};
 
 use super::Chunk;
 use crate::ops::{self, Shutdown};
@@ -43,7 +42,7 @@ const WRITE_CAP: usize = 64 * 1024;
 ///
 /// Kept in a box made at the first write (one allocation per socket): a socket stays small,
 /// and it is held twice by an `async fn` that takes it by value. The send itself is
-/// detached ([`Op::detach`](runtime::driver::Op::detach)): the driver frees its bytes as
+/// detached ([`Op::detach`](runtime::ext::Op::detach)): the driver frees its bytes as
 /// soon as it completes, so an idle socket holds no buffer.
 #[derive(Default)]
 pub(crate) struct WriteState {

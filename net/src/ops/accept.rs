@@ -17,8 +17,7 @@ use std::marker::PhantomData;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use io_uring::{opcode, types};
-use runtime::driver::{Completable, Cqe, MultiOp, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, MultiOp, Op, SharedFd};
 
 use crate::sys::sockaddr::{FromSockAddr, SockAddrBuf};
 
@@ -48,7 +47,7 @@ impl<A: FromSockAddr> Completable for Accept<A> {
 /// Accepts one connection on `listener`, with the peer's address.
 pub(crate) fn accept<A: FromSockAddr>(listener: &SharedFd) -> Op<Accept<A>> {
     let mut addr = SockAddrBuf::empty();
-    let sqe = runtime::fd_sqe!(listener, |t| opcode::Accept::new(
+    let sqe = runtime::ext::fd_sqe!(listener, |t| opcode::Accept::new(
         t,
         addr.as_mut_ptr(),
         addr.len_mut_ptr()
@@ -88,7 +87,7 @@ impl<A: FromSockAddr> Completable for AcceptDirect<A> {
 /// descriptor), with the peer's address.
 pub(crate) fn accept_direct<A: FromSockAddr>(listener: &SharedFd) -> Op<AcceptDirect<A>> {
     let mut addr = SockAddrBuf::empty();
-    let sqe = runtime::fd_sqe!(listener, |t| opcode::Accept::new(
+    let sqe = runtime::ext::fd_sqe!(listener, |t| opcode::Accept::new(
         t,
         addr.as_mut_ptr(),
         addr.len_mut_ptr()
@@ -117,7 +116,7 @@ pub(crate) fn accept_multi(listener: &SharedFd, direct: bool) -> MultiOp<AcceptM
     // SOCK_CLOEXEC only for fds: the kernel refuses it for direct descriptors (see
     // `accept_direct`).
     let flags = if direct { 0 } else { libc::SOCK_CLOEXEC };
-    let sqe = runtime::fd_sqe!(listener, |t| opcode::AcceptMulti::new(t)
+    let sqe = runtime::ext::fd_sqe!(listener, |t| opcode::AcceptMulti::new(t)
         .flags(flags)
         .allocate_file_index(direct)
         .build());

@@ -7,8 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use io_uring::opcode;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 use crate::sys::sockaddr::SockAddrBuf;
 
@@ -33,7 +32,7 @@ pub(crate) fn connect(fd: &SharedFd, addr: SocketAddr) -> Op<Connect> {
 
 /// Connects `fd` to `addr`, of any family.
 pub(crate) fn connect_to(fd: &SharedFd, addr: Box<SockAddrBuf>) -> Op<Connect> {
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::Connect::new(t, addr.as_ptr(), addr.len())
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::Connect::new(t, addr.as_ptr(), addr.len())
         .build());
     let data = Connect {
         _fd: fd.clone(),

@@ -1,7 +1,7 @@
 //! The socket operations, one small file per opcode, built on the runtime's public op API.
 //!
 //! Each op's data owns what its SQE points at (buffers, a boxed `sockaddr`) and a
-//! [`SharedFd`](runtime::fd::SharedFd) clone of the socket (see that module's invariant).
+//! [`SharedFd`](runtime::ext::SharedFd) clone of the socket (see that module's invariant).
 //! Grouped by the kernel that first has them:
 //! - 5.1: `READV`
 //! - 5.3: `SENDMSG`, `RECVMSG` (datagrams with an address: UDP, Unix; `SENDMSG` also for
@@ -37,7 +37,7 @@ pub(crate) use connect::{connect, connect_to};
 pub(crate) use recv::{recv, Recv};
 pub(crate) use recv_multi::{recv_multi_limited, RecvMulti};
 pub(crate) use recvmsg::recv_msg;
-pub(crate) use runtime::driver::ops::readv_at;
+pub(crate) use runtime::ext::raw::readv_at;
 pub(crate) use send::{send, send_all};
 pub(crate) use send_zc::send_zc;
 pub(crate) use sendmsg::{send_msg, send_msg_vectored};

@@ -7,8 +7,7 @@ use std::io;
 
 use io_uring::opcode;
 use runtime::buf::IoBufMut;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 use crate::ops::MAX_LEN;
 
@@ -35,7 +34,7 @@ impl<B: IoBufMut> Completable for Recv<B> {
 /// Receives from `fd` into `buf`, up to its total length.
 pub(crate) fn recv<B: IoBufMut>(fd: &SharedFd, mut buf: B) -> Op<Recv<B>> {
     let len = buf.bytes_total().min(MAX_LEN as usize) as u32;
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::Recv::new(t, buf.stable_mut_ptr(), len)
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::Recv::new(t, buf.stable_mut_ptr(), len)
         .build());
     let data = Recv {
         _fd: fd.clone(),

@@ -7,8 +7,7 @@
 
 use io_uring::opcode;
 use runtime::buf::BufRing;
-use runtime::driver::{sqe_with_ioprio_bits, sqe_with_optlen, Cqe, MultiOp, Release};
-use runtime::fd::SharedFd;
+use runtime::ext::{sqe_with_ioprio_bits, sqe_with_optlen, Cqe, MultiOp, Release, SharedFd};
 
 /// The data of a multishot recv: the socket and the ring the kernel picks from.
 pub(crate) struct RecvMulti {
@@ -37,7 +36,7 @@ pub(crate) fn recv_multi_limited(
     limit: u32,
     bundle: bool,
 ) -> MultiOp<RecvMulti> {
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build());
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build());
     let sqe = if limit == 0 {
         sqe
     } else {

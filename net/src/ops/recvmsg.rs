@@ -14,8 +14,7 @@ use std::marker::PhantomData;
 
 use io_uring::opcode;
 use runtime::buf::IoBufMut;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 use crate::ops::msghdr::MsgHdr;
 use crate::sys::sockaddr::{FromSockAddr, SockAddrBuf};
@@ -55,7 +54,7 @@ pub(crate) fn recv_msg<B: IoBufMut, A: FromSockAddr>(
         buf.bytes_total(),
         *SockAddrBuf::empty(),
     );
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::RecvMsg::new(t, msg.as_mut_ptr()).build());
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::RecvMsg::new(t, msg.as_mut_ptr()).build());
     let data = RecvMsg {
         _fd: fd.clone(),
         buf,

@@ -7,8 +7,7 @@ use std::io;
 
 use io_uring::opcode;
 use runtime::buf::IoBuf;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 use crate::ops::MAX_LEN;
 
@@ -40,7 +39,7 @@ pub(crate) fn send_all<B: IoBuf>(fd: &SharedFd, buf: B) -> Op<Send<B>> {
 
 fn send_flags<B: IoBuf>(fd: &SharedFd, buf: B, flags: i32) -> Op<Send<B>> {
     let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::Send::new(t, buf.stable_ptr(), len)
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::Send::new(t, buf.stable_ptr(), len)
         .flags(flags)
         .build());
     let data = Send {

@@ -11,8 +11,7 @@ use std::io;
 
 use io_uring::opcode;
 use runtime::buf::IoBuf;
-use runtime::driver::MultiOp;
-use runtime::fd::SharedFd;
+use runtime::ext::{MultiOp, SharedFd};
 
 use crate::ops::MAX_LEN;
 
@@ -26,7 +25,7 @@ pub(crate) struct SendZc<B> {
 /// once the kernel's notification says it is free.
 pub(crate) async fn send_zc<B: IoBuf>(fd: &SharedFd, buf: B) -> (io::Result<usize>, B) {
     let len = buf.bytes_init().min(MAX_LEN as usize) as u32;
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendZc::new(t, buf.stable_ptr(), len)
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::SendZc::new(t, buf.stable_ptr(), len)
         .flags(libc::MSG_NOSIGNAL)
         .build());
     let data = SendZc {

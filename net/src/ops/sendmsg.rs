@@ -15,8 +15,7 @@ use std::mem;
 
 use io_uring::opcode;
 use runtime::buf::IoBuf;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 use crate::ops::msghdr::MsgHdr;
 use crate::sys::sockaddr::SockAddrBuf;
@@ -40,7 +39,7 @@ impl<B: IoBuf> Completable for SendMsg<B> {
 pub(crate) fn send_msg<B: IoBuf>(fd: &SharedFd, buf: B, addr: SockAddrBuf) -> Op<SendMsg<B>> {
     // The kernel only reads through the iovec of a send; the pointer is `*mut` by type only.
     let msg = MsgHdr::new(buf.stable_ptr().cast_mut(), buf.bytes_init(), addr);
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendMsg::new(t, msg.as_ptr())
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::SendMsg::new(t, msg.as_ptr())
         .flags(libc::MSG_NOSIGNAL as u32)
         .build());
     let data = SendMsg {
@@ -86,7 +85,7 @@ pub(crate) fn send_msg_vectored<B: IoBuf>(fd: &SharedFd, bufs: Vec<B>) -> Op<Sen
     let mut hdr: Box<libc::msghdr> = Box::new(unsafe { mem::zeroed() });
     hdr.msg_iov = iovecs.as_ptr().cast_mut();
     hdr.msg_iovlen = iovecs.len();
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::SendMsg::new(t, &*hdr)
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::SendMsg::new(t, &*hdr)
         .flags(libc::MSG_NOSIGNAL as u32)
         .build());
     let data = SendMsgVectored {

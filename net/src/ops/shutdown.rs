@@ -4,8 +4,7 @@ use std::io;
 use std::net::Shutdown as How;
 
 use io_uring::opcode;
-use runtime::driver::{Completable, Cqe, Op};
-use runtime::fd::SharedFd;
+use runtime::ext::{Completable, Cqe, Op, SharedFd};
 
 /// The data of a shutdown: the socket.
 pub(crate) struct Shutdown {
@@ -27,7 +26,7 @@ pub(crate) fn shutdown(fd: &SharedFd, how: How) -> Op<Shutdown> {
         How::Write => libc::SHUT_WR,
         How::Both => libc::SHUT_RDWR,
     };
-    let sqe = runtime::fd_sqe!(fd, |t| opcode::Shutdown::new(t, how).build());
+    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::Shutdown::new(t, how).build());
     // SAFETY: a SHUTDOWN points at no memory.
     unsafe { Op::new(Shutdown { _fd: fd.clone() }, sqe) }
 }

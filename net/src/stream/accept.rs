@@ -32,8 +32,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use runtime::driver::MultiOp;
-use runtime::fd::SharedFd;
+use runtime::ext::{MultiOp, SharedFd};
 use runtime::time::{sleep, Sleep};
 use runtime::Features;
 

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use crate::sys::{inet_addr, with_sock};
 

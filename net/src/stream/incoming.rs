@@ -10,8 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::stream::{FusedStream, Stream};
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 
 use super::accept::AcceptStream;
 use super::{Family, StreamSocket};
@@ -105,7 +104,7 @@ impl<F: Family> Stream for IncomingWithAddr<F> {
                 let stream = res?;
                 let peer = stream
                     .peer_addr()
-                    .map_err(|e| context(e, "peer address of an accepted connection"))?;
+                    .map_err(|e| error_context(e, "peer address of an accepted connection"))?;
                 Ok((stream, peer))
             })
         })

@@ -7,8 +7,7 @@ use std::marker::PhantomData;
 use std::os::fd::{BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 
 use runtime::buf::BufRing;
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 
 use super::methods::{addr_methods, read_methods, write_methods};
 use super::{Family, OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
@@ -95,7 +94,7 @@ impl<F: Family> StreamSocket<F> {
             fd, read, write, ..
         } = self;
         drop((read, write));
-        fd.into_owned().map_err(|e| context(e, "into_std"))
+        fd.into_owned().map_err(|e| error_context(e, "into_std"))
     }
 
     read_methods!();

@@ -10,7 +10,7 @@
 use std::error::Error;
 use std::fmt;
 
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use super::methods::{addr_methods, read_methods, write_methods};
 use super::{Family, StreamSocket};

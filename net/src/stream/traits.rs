@@ -3,14 +3,14 @@
 //! `tokio-io` feature).
 //!
 //! Each type's [`PollRead`] or [`PollWrite`] forwards to its read or write state (`io::read`,
-//! `io::write`), for every family at once; `runtime::impl_async_io!` then makes the futures
+//! `io::write`), for every family at once; `runtime::ext::impl_async_io!` then makes the futures
 //! and tokio traits of it, for each family's type (the macro takes no generics), so both
 //! sets of traits read and write the same buffers.
 
 use std::io;
 use std::task::{Context, Poll};
 
-use runtime::io::{PollRead, PollWrite};
+use runtime::ext::io::{PollRead, PollWrite};
 
 use super::{Family, Tcp, Unix};
 use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, StreamSocket, WriteHalf};
@@ -48,7 +48,7 @@ macro_rules! poll_read {
             fn io_poll_read_buf(
                 &mut self,
                 cx: &mut Context<'_>,
-                buf: &mut runtime::io::ReadBuf<'_>,
+                buf: &mut runtime::ext::io::ReadBuf<'_>,
             ) -> Poll<io::Result<()>> {
                 self.read.poll_read_buf(&self.fd, cx, buf)
             }
@@ -105,7 +105,7 @@ poll_write!(
     impl[F: Family] WriteHalf<'_, F>,
 );
 
-runtime::impl_async_io!(
+runtime::ext::impl_async_io!(
     read: StreamSocket<Tcp>,
     StreamSocket<Unix>,
     OwnedReadHalf<Tcp>,
@@ -113,7 +113,7 @@ runtime::impl_async_io!(
     ReadHalf<'_, Tcp>,
     ReadHalf<'_, Unix>,
 );
-runtime::impl_async_io!(
+runtime::ext::impl_async_io!(
     write: StreamSocket<Tcp>,
     StreamSocket<Unix>,
     OwnedWriteHalf<Tcp>,

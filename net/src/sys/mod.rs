@@ -1,7 +1,7 @@
 //! What every socket of this crate is made of, below its I/O: the fd, the addresses the
 //! kernel reads and writes, and name resolution.
 //!
-//! - The fd is the runtime's [`SharedFd`](runtime::fd::SharedFd), shared by a socket and
+//! - The fd is the runtime's [`SharedFd`](runtime::ext::SharedFd), shared by a socket and
 //!   the ops it has in flight (an op holds a clone in its data until its final CQE, so the
 //!   fd is closed, and its number reused, only after the kernel is done with it). A direct
 //!   descriptor installs a regular fd on first use where one is needed ([`with_sock`],
@@ -10,7 +10,7 @@
 //!   that `connect(2)`, `accept4(2)`, `sendmsg(2)` and `recvmsg(2)` read or write.
 //! - `resolve`: [`ToSocketAddrs`](crate::ToSocketAddrs) and [`lookup_host`](crate::lookup_host).
 //!
-//! Setup errors get context with the runtime's [`context`](runtime::error::context);
+//! Setup errors get context with the runtime's [`context`](runtime::ext::error_context);
 //! data-path errors (read, write, accept) are returned unwrapped.
 
 pub(crate) mod resolve;
@@ -19,8 +19,7 @@ pub(crate) mod sockaddr;
 use std::io;
 use std::net::SocketAddr;
 
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{SockAddr, SockRef};
 
 /// A socket address from `getsockname`/`getpeername`, as a `SocketAddr` (TCP and UDP).
@@ -41,13 +40,13 @@ pub(crate) fn with_sock<R>(
     what: &str,
     f: impl FnOnce(SockRef<'_>) -> io::Result<R>,
 ) -> io::Result<R> {
-    let borrowed = fd.try_as_fd().map_err(|e| context(e, what))?;
+    let borrowed = fd.try_as_fd().map_err(|e| error_context(e, what))?;
     f(SockRef::from(&borrowed))
 }
 
 /// `AsRawFd` and `AsFd` for types with a `fd: SharedFd` field (or a `&SharedFd` one), each
 /// written `impl[generics] Type`. On a direct descriptor both install a regular fd on first
-/// use (see [`SharedFd::try_as_fd`](runtime::fd::SharedFd::try_as_fd)).
+/// use (see [`SharedFd::try_as_fd`](runtime::ext::SharedFd::try_as_fd)).
 macro_rules! impl_as_fd {
     ($(impl[$($gen:tt)*] $ty:ty),* $(,)?) => {$(
         impl<$($gen)*> std::os::fd::AsRawFd for $ty {

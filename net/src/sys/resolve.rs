@@ -15,7 +15,7 @@ use std::fmt;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-use runtime::error::context;
+use runtime::ext::error_context;
 
 /// An address to connect to, send to or bind: one or more [`SocketAddr`]s, or a host name
 /// and a port to resolve.
@@ -76,7 +76,7 @@ pub(crate) async fn resolve<T: ToSocketAddrs + ?Sized>(addr: &T) -> io::Result<A
             let name = host.to_string();
             runtime::spawn_blocking(move || host.lookup())
                 .await
-                .map_err(|e| context(e.into(), format_args!("resolving {name}")))?
+                .map_err(|e| error_context(e.into(), format_args!("resolving {name}")))?
         }
     }
 }
@@ -197,7 +197,7 @@ impl Host {
     /// empty; errors keep their kind and name the host.
     fn lookup(&self) -> io::Result<Addrs> {
         let addrs = std::net::ToSocketAddrs::to_socket_addrs(&(self.name.as_str(), self.port))
-            .map_err(|e| context(e, format_args!("resolving {self}")))?
+            .map_err(|e| error_context(e, format_args!("resolving {self}")))?
             .collect();
         Addrs::many(addrs, self)
     }

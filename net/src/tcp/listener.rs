@@ -5,8 +5,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
 use crate::ops;
@@ -154,7 +153,7 @@ impl TcpListener {
         each_addr(addr, |a| {
             let fd = options
                 .listen(a)
-                .map_err(|e| context(e, format!("bind to {a}")))?;
+                .map_err(|e| error_context(e, format!("bind to {a}")))?;
             Ok(TcpListener {
                 fd: SharedFd::new(fd),
             })

@@ -77,7 +77,7 @@ pub(crate) fn bind_per_core<T: ToSocketAddrs + ?Sized>(
     addr: &T,
     options: &ListenOptions,
 ) -> io::Result<(SocketAddr, Vec<std::net::TcpListener>)> {
-    let cores = runtime::core_count()
+    let cores = runtime::cores()
         .ok_or_else(|| io::Error::other(format!("{what} called outside of a runtime")))?;
     let mut addr = resolve_sync(addr)?
         .next()

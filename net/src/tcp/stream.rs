@@ -7,8 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use runtime::buf::IoBuf;
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::io::{ordered, WriteState};
@@ -96,7 +95,7 @@ impl StreamSocket<Tcp> {
         for a in resolve(&addr).await? {
             match TcpStream::connect_addr(a).await {
                 Ok(stream) => return Ok(stream),
-                Err(e) => last = Some(context(e, format!("connect to {a}"))),
+                Err(e) => last = Some(error_context(e, format!("connect to {a}"))),
             }
         }
         Err(last.unwrap_or_else(|| no_addresses("address")))
@@ -195,7 +194,7 @@ async fn send_zc<B: IoBuf>(fd: &SharedFd, write: &WriteState, buf: B) -> (io::Re
 }
 
 /// Sets the `c_int` socket option `level`/`name` of `fd` to `value` (through the ring on a
-/// direct descriptor: see [`SharedFd::set_option`](runtime::fd::SharedFd::set_option)).
+/// direct descriptor: see [`SharedFd::set_option`](runtime::ext::SharedFd::set_option)).
 fn set_int(fd: &SharedFd, level: i32, name: i32, value: libc::c_int) -> io::Result<()> {
     fd.set_option(level, name, &value.to_ne_bytes())
 }

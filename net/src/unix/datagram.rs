@@ -14,8 +14,7 @@ use std::os::fd::{IntoRawFd, RawFd};
 use std::path::Path;
 
 use runtime::buf::{IoBuf, IoBufMut};
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, SockRef, Socket, Type};
 
 use crate::ops;
@@ -57,7 +56,7 @@ impl UnixDatagram {
             socket.bind(addr.as_sockaddr())?;
             Ok(socket)
         };
-        let socket = bind().map_err(|e| context(e, format!("bind to {addr}")))?;
+        let socket = bind().map_err(|e| error_context(e, format!("bind to {addr}")))?;
         Ok(UnixDatagram::from_socket(socket))
     }
 
@@ -85,7 +84,7 @@ impl UnixDatagram {
     pub fn connect_addr(&self, addr: &SocketAddr) -> io::Result<()> {
         SockRef::from(&self.fd)
             .connect(addr.as_sockaddr())
-            .map_err(|e| context(e, format!("connect to {addr}")))
+            .map_err(|e| error_context(e, format!("connect to {addr}")))
     }
 
     /// Sends `buf`'s initialised bytes as one datagram to the socket at `path` and gives

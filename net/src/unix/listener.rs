@@ -6,8 +6,7 @@ use std::io;
 use std::os::fd::{IntoRawFd, RawFd};
 use std::path::Path;
 
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, Socket, Type};
 
 use crate::ops;
@@ -70,7 +69,7 @@ impl UnixListener {
             socket.listen(BACKLOG)?;
             Ok(SharedFd::new(socket.into()))
         };
-        let fd = listen().map_err(|e| context(e, format!("bind to {addr}")))?;
+        let fd = listen().map_err(|e| error_context(e, format!("bind to {addr}")))?;
         Ok(UnixListener { fd })
     }
 

@@ -26,7 +26,7 @@ pub use stream::UnixStream;
 
 use std::io;
 
-use runtime::fd::SharedFd;
+use runtime::ext::SharedFd;
 
 use crate::stream::{self as generic, Unix};
 use crate::sys::with_sock;

@@ -5,8 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use runtime::error::context;
-use runtime::fd::SharedFd;
+use runtime::ext::{error_context, SharedFd};
 use socket2::{Domain, Socket, Type};
 
 use crate::ops;
@@ -65,7 +64,7 @@ impl StreamSocket<Unix> {
         };
         let fd = connect
             .await
-            .map_err(|e: io::Error| context(e, format!("connect to {addr}")))?;
+            .map_err(|e: io::Error| error_context(e, format!("connect to {addr}")))?;
         Ok(UnixStream::from_shared(fd))
     }
 

@@ -22,11 +22,6 @@ pub(crate) use core_ring::CoreRing;
 pub use ring::BufRing;
 pub use ring_buf::RingBuf;
 
-/// Old path of [`ext::grow_core_ring`](crate::ext::grow_core_ring), kept while callers
-/// switch.
-#[doc(hidden)]
-pub use core_ring::grow_core_ring;
-
 /// A buffer the kernel may read from, with a stable address.
 ///
 /// # Safety

@@ -232,30 +232,6 @@ impl BufRing {
         Rc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Old name of [`times_starved`](BufRing::times_starved).
-    #[doc(hidden)]
-    pub fn times_empty(&self) -> u64 {
-        self.times_starved()
-    }
-
-    /// Old path of [`BufRingExt::note_starved`].
-    #[doc(hidden)]
-    pub fn note_empty(&self) {
-        BufRingExt::note_starved(self);
-    }
-
-    /// Old path of [`BufRingExt::returned`].
-    #[doc(hidden)]
-    pub fn returned(&self) -> u64 {
-        BufRingExt::returned(self)
-    }
-
-    /// Old path of [`BufRingExt::poll_returned_since`].
-    #[doc(hidden)]
-    pub fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()> {
-        BufRingExt::poll_returned_since(self, seen, cx)
-    }
-
     /// The buffer `bid` with `len` filled bytes, as the kernel reported it (on an
     /// incremental ring: the next `len` bytes the kernel put in it, at most to its end).
     ///

@@ -41,13 +41,6 @@ use op::{complete_op, AfterReap, Lifecycle};
 pub use setup::RingFlags;
 use slots::Slots;
 
-// Old paths of the extension API (`runtime::driver::*`, `runtime::driver::ops::*`), kept
-// while callers switch to `runtime::ext` (this module is hidden from the docs).
-pub use crate::compat::driver_ops as ops;
-pub use op::{
-    sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
-};
-
 /// Runs `f` with the current core's driver, then drops the data of ops that finished
 /// meanwhile (`Driver::take_dead`), outside the driver's borrow: for op drops, since op
 /// data may run user code when dropped, which may use the driver (safety rule 2 of `op`).

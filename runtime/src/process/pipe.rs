@@ -28,8 +28,8 @@ use std::task::{Context, Poll};
 
 use io_uring::{opcode, types};
 
-use crate::driver::{Completable, Cqe, Op};
 use crate::ext::io::{PollRead, PollWrite, ReadAhead, ReadOp, WriteBehind, WriteOp};
+use crate::ext::{Completable, Cqe, Op};
 use crate::fd::SharedFd;
 
 /// Bytes one read asks for.

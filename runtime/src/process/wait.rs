@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use io_uring::{opcode, types};
 
-use crate::driver::{Completable, Cqe, Op};
+use crate::ext::{Completable, Cqe, Op};
 use crate::fd::SharedFd;
 
 /// Set once a WAITID op came back `EINVAL`/`EOPNOTSUPP` (a kernel before 6.7): later waits

@@ -213,7 +213,7 @@ async fn drops(addr: std::net::SocketAddr, dir: &Path, rng: &mut Rng) -> io::Res
             0 => drop(TcpStream::connect(addr).now_or_never()),
             1 => drop(idle.read_owned(vec![0u8; 64]).now_or_never()),
             2 => drop(file.read_at(vec![0u8; 4096], 0).now_or_never()),
-            3 => drop(runtime::nop().now_or_never()),
+            3 => drop(runtime::ext::raw::nop().now_or_never()),
             _ => drop(timeout(Duration::from_micros(200), sleep(Duration::from_secs(3600))).await),
         }
     }

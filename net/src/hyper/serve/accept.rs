@@ -84,7 +84,7 @@ where
             Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
             Ok(Some(Err(e))) => {
                 drop(incoming);
-                return Err(runtime::error::context(e, "accepting HTTP connections"));
+                return Err(runtime::ext::error_context(e, "accepting HTTP connections"));
             }
         }
     };

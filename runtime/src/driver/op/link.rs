@@ -17,9 +17,9 @@ use io_uring::squeue::Flags;
 
 use io_uring::squeue;
 
-use super::Lifecycle;
+use super::{Completable, Lifecycle, Op, Prep};
 use crate::context;
-use crate::driver::{Completable, Driver, Op, Prep};
+use crate::driver::Driver;
 
 /// A future for a chain of linked ops of one kind; resolves to each op's output, in order.
 ///

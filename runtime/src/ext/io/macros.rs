@@ -9,8 +9,8 @@
 /// `poll_close`.
 ///
 /// ```ignore
-/// runtime::impl_async_io!(read: MyReader, MyStream);
-/// runtime::impl_async_io!(write: MyWriter, MyStream);
+/// runtime::ext::impl_async_io!(read: MyReader, MyStream);
+/// runtime::ext::impl_async_io!(write: MyWriter, MyStream);
 /// ```
 // Documented at `runtime::ext::impl_async_io`; `runtime::impl_async_io` is where
 // `macro_export` puts it.

@@ -26,7 +26,6 @@ pub use close::{close, Close};
 pub use nop::{nop, Nop, NopSqe};
 pub use poll::{poll_add, poll_multi, PollAdd, PollStream};
 pub use read::{read, Read};
-pub(crate) use splice::splice_offset;
 pub use splice::{splice, Splice};
 pub use vectored::{readv_at, writev_at, ReadvAt, WritevAt};
 pub use write::{write, Write};

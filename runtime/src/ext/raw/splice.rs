@@ -74,6 +74,6 @@ pub fn splice(
 
 /// A splice offset as the kernel takes it: -1 for none; offsets past `i64::MAX` become
 /// `i64::MAX`, which the kernel refuses as `EINVAL`.
-pub(crate) fn splice_offset(off: Option<u64>) -> i64 {
+fn splice_offset(off: Option<u64>) -> i64 {
     off.map_or(-1, |o| i64::try_from(o).unwrap_or(i64::MAX))
 }
