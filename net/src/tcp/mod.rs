@@ -10,12 +10,15 @@
 //! The stream and its halves are the crate's one stream type for the [`Tcp`] family (see
 //! [`crate::stream`]); the names here are aliases, as tokio spells them.
 
+pub(crate) mod conns;
 mod listener;
 pub(crate) mod serve;
+pub(crate) mod server;
 mod stream;
 
 pub use listener::{ListenOptions, TcpListener};
-pub use serve::{serve, Server};
+pub use serve::serve;
+pub use server::Server;
 pub use stream::TcpStream;
 
 use crate::stream::{self as generic, Tcp};

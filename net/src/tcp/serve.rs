@@ -7,41 +7,47 @@
 //! cores share no accept queue, no lock and no task: a connection, its task and its ops
 //! stay on one core and one ring.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Instant;
 
+use futures::channel::oneshot;
 use futures::StreamExt;
-use runtime::JoinHandle;
 
 use crate::sys::resolve::{no_addresses, resolve_sync, ToSocketAddrs};
+use crate::tcp::conns::{Conns, Tracker};
+use crate::tcp::server::{Server, Signal};
 use crate::tcp::{ListenOptions, TcpListener, TcpStream};
-
-/// The listeners started by [`serve`]; dropping it stops them (connections being handled
-/// go on).
-#[derive(Debug)]
-pub struct Server {
-    addr: SocketAddr,
-    cores: Vec<JoinHandle<io::Result<()>>>,
-}
 
 /// Binds `addr` once per core of the current runtime (`SO_REUSEPORT`; port 0 picks one port
 /// for all of them) and runs, on every core, a loop that spawns `handler(stream)` with
 /// `spawn_local` for each connection that core accepts.
 ///
-/// `handler` is cloned once per core; the futures it makes need not be `Send`.
+/// `handler` is cloned once per core; the futures it makes need not be `Send`. The
+/// [`Server`] it returns stops the listeners when dropped; [`Server::shutdown`] (or
+/// [`Server::with_graceful_shutdown`]) also waits for the connections' handlers, up to a
+/// grace period, then drops those left (closing their sockets).
 ///
-/// ```no_run
+/// ```
 /// # #[runtime::main(cores = 2)]
 /// # async fn main() -> std::io::Result<()> {
-/// let server = corering_net::serve("127.0.0.1:8080", |stream: corering_net::TcpStream| async move {
+/// let server = corering_net::serve("127.0.0.1:0", |stream: corering_net::TcpStream| async move {
 ///     let (res, buf) = stream.read_owned(vec![0u8; 512].into_boxed_slice()).await;
 ///     if let Ok(n) = res {
 ///         let _ = stream.write_all_owned(runtime::buf::IoBuf::slice(buf, ..n)).await;
 ///     }
 /// })?;
-/// println!("serving on {}", server.local_addr());
-/// server.join().await
+/// let client = corering_net::TcpStream::connect(server.local_addr()).await?;
+/// let (res, _) = client.write_all_owned(b"ping".to_vec()).await;
+/// res?;
+/// let (res, buf) = client.read_exact_owned(vec![0u8; 4]).await;
+/// res?;
+/// assert_eq!(buf, b"ping");
+/// server.shutdown(std::time::Duration::from_secs(1)).await
 /// # }
 /// ```
 ///
@@ -57,15 +63,18 @@ where
     F: Future<Output = ()> + 'static,
 {
     let (addr, listeners) = bind_per_core("corering_net::serve", &addr, &ListenOptions::new())?;
+    let (trigger, signal) = Server::signal();
     let cores = listeners
         .into_iter()
-        .enumerate()
-        .map(|(core, std_listener)| {
+        .map(|std_listener| {
             let handler = handler.clone();
-            runtime::spawn_on_local(core, move || serve_core(std_listener, handler))
+            let signal = signal.clone();
+            move || serve_core(std_listener, handler, signal)
         })
+        .enumerate()
+        .map(|(core, start)| runtime::spawn_on_local(core, start))
         .collect();
-    Ok(Server { addr, cores })
+    Ok(Server::new(addr, cores, trigger))
 }
 
 /// Binds one `SO_REUSEPORT` listener per core of the current runtime, set up as `options`
@@ -93,56 +102,59 @@ pub(crate) fn bind_per_core<T: ToSocketAddrs + ?Sized>(
     Ok((addr, listeners))
 }
 
-async fn serve_core<H, F>(std_listener: std::net::TcpListener, handler: H) -> io::Result<()>
+/// One core's share: accept until the signal, then wait for this core's handlers up to the
+/// deadline and drop those left.
+async fn serve_core<H, F>(
+    std_listener: std::net::TcpListener,
+    handler: H,
+    mut signal: Signal,
+) -> io::Result<()>
 where
     H: Fn(TcpStream) -> F,
     F: Future<Output = ()> + 'static,
 {
     let listener = TcpListener::from_std(std_listener)?;
+    let conns = Rc::new(Conns::default());
     let mut incoming = listener.incoming();
-    while let Some(stream) = incoming.next().await {
-        match stream {
-            Ok(stream) => drop(runtime::spawn_local(handler(stream))),
+    let stopped: Option<Result<Instant, oneshot::Canceled>> = loop {
+        let next = poll_fn(|cx| {
+            if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
+                return Poll::Ready(Err(deadline));
+            }
+            incoming.poll_next_unpin(cx).map(Ok)
+        })
+        .await;
+        match next {
+            Err(deadline) => break Some(deadline),
+            Ok(None) => break None,
+            Ok(Some(Ok(stream))) => {
+                let conn = handler(stream);
+                let tracked = conns.clone();
+                conns.spawn(move |key| async move {
+                    let _tracker = Tracker {
+                        conns: tracked,
+                        key,
+                    };
+                    conn.await;
+                });
+            }
             // The stream goes on after fd exhaustion (it backs off); other errors it yields
             // once before ending, and the loop ends with it.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
-            Err(e) => return Err(e),
+            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
+            Ok(Some(Err(e))) => return Err(e),
+        }
+    };
+    // Stop accepting: the multishot accept is cancelled and the listener closed.
+    drop(incoming);
+    drop(listener);
+    if let Some(Ok(deadline)) = stopped {
+        conns.close();
+        if runtime::time::timeout_at(deadline, conns.drained())
+            .await
+            .is_err()
+        {
+            conns.abort_all();
         }
     }
     Ok(())
-}
-
-impl Server {
-    /// The address every core's listener is bound to.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// How many cores serve.
-    pub fn cores(&self) -> usize {
-        self.cores.len()
-    }
-
-    /// Waits until every core's accept loop ends (normally never); the first error wins.
-    pub async fn join(mut self) -> io::Result<()> {
-        let mut first = Ok(());
-        for h in std::mem::take(&mut self.cores) {
-            let res = match h.await {
-                Ok(r) => r,
-                Err(e) => Err(e.into()),
-            };
-            if first.is_ok() {
-                first = res;
-            }
-        }
-        first
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        for h in &self.cores {
-            h.abort();
-        }
-    }
 }

@@ -17,9 +17,10 @@ use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 
-use super::conns::{Conns, Tracker};
-use super::{BoxError, Builder, Signal};
+use super::{BoxError, Builder};
 use crate::hyper::{HyperExecutor, HyperIo, HyperTimer};
+use crate::tcp::conns::{Conns, Tracker};
+use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
 
 /// One core's share: accept until the signal, then drain this core's connections.

@@ -4,8 +4,6 @@
 use std::io;
 use std::sync::Arc;
 
-use futures::channel::oneshot;
-use futures::future::FutureExt;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
@@ -119,8 +117,7 @@ impl Builder {
         // setsockopt (a ring round trip on a direct descriptor).
         let options = self.listen.clone().nodelay(true);
         let (addr, listeners) = bind_per_core("corering_net::hyper::serve", &addr, &options)?;
-        let (trigger, signal) = oneshot::channel();
-        let signal = signal.shared();
+        let (trigger, signal) = Server::signal();
         let tasks = listeners
             .into_iter()
             .enumerate()

@@ -14,25 +14,21 @@
 //! left, which closes their sockets.
 //!
 //! The jobs, one file each: `builder.rs` ([`Builder`]: the settings, and binding a
-//! listener per core), `server.rs` ([`Server`]: the handle, shutdown and join),
-//! `accept.rs` (one core's accept loop, and serving one connection with hyper-util's `auto`
-//! connection), `conns.rs` (one core's connections, tracked for the graceful shutdown).
+//! listener per core), `accept.rs` (one core's accept loop, and serving one connection with
+//! hyper-util's `auto` connection). The [`Server`] handle and the connection tracking for
+//! the graceful shutdown are the same as plain [`serve`](crate::serve)'s (`tcp/server.rs`,
+//! `tcp/conns.rs`).
 
 mod accept;
 mod builder;
-mod conns;
-mod server;
 
+pub use crate::tcp::Server;
 pub use builder::Builder;
-pub use server::Server;
 
 use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
-use futures::channel::oneshot;
-use futures::future::Shared;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
@@ -42,10 +38,6 @@ use crate::sys::resolve::ToSocketAddrs;
 
 /// A boxed error, as hyper and tower pass them.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The shutdown signal every core waits on: the deadline, once shutdown starts; `Err` if the
-/// [`Server`] was dropped without one.
-type Signal = Shared<oneshot::Receiver<Instant>>;
 
 /// How the HTTP side of every connection is set up: hyper-util's `auto` builder, which the
 /// caller may configure further ([`Builder::http`]).

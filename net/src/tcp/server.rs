@@ -1,5 +1,6 @@
-//! [`Server`]: the handle of a service being served on every core: its address, a
-//! graceful shutdown, and waiting for the cores' accept loops.
+//! [`Server`]: the handle of connections served on every core, by [`serve`](crate::serve)
+//! or `corering_net::hyper::serve`: its address, a graceful shutdown, and waiting for the
+//! cores' accept loops. The shutdown [`Signal`] each core's loop waits on.
 
 use std::future::{poll_fn, Future};
 use std::io;
@@ -9,12 +10,19 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
+use futures::future::{FutureExt, Shared};
 use runtime::JoinHandle;
 
-/// A service being served on every core, from [`serve`](super::serve) or
-/// [`Builder::serve`](super::Builder::serve).
+/// The shutdown signal every core waits on: the deadline, once shutdown starts; `Err` if the
+/// [`Server`] was dropped without one.
+pub(crate) type Signal = Shared<oneshot::Receiver<Instant>>;
+
+/// Connections served on every core: from [`serve`](crate::serve), or (feature `hyper`)
+/// `corering_net::hyper::serve` and its `Builder`.
 ///
 /// Dropping it stops every core's listener at once; connections being served go on.
+/// [`shutdown`](Server::shutdown) stops the listeners, waits for the connections up to a
+/// grace period, then closes those left.
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
@@ -23,8 +31,14 @@ pub struct Server {
 }
 
 impl Server {
+    /// A shutdown trigger and the signal each core's loop waits on.
+    pub(crate) fn signal() -> (oneshot::Sender<Instant>, Signal) {
+        let (trigger, signal) = oneshot::channel();
+        (trigger, signal.shared())
+    }
+
     /// The handle of the accept loops `tasks`, on `addr`, which `trigger` shuts down.
-    pub(super) fn new(
+    pub(crate) fn new(
         addr: SocketAddr,
         tasks: Vec<JoinHandle<io::Result<()>>>,
         trigger: oneshot::Sender<Instant>,

@@ -1,4 +1,5 @@
-//! One core's connections, tracked for the graceful shutdown: each connection task's
+//! One core's connections, served by [`serve`](crate::serve) or `hyper::serve`, tracked for
+//! the graceful shutdown: each connection task's
 //! handle (to abort at the deadline), the wakers of those waiting to hear of a shutdown, and
 //! the drain's waker.
 
@@ -13,7 +14,7 @@ use slab::Slab;
 /// One core's connections: their tasks (to abort at the deadline), the wakers of those
 /// waiting to hear of a shutdown, and the drain's waker.
 #[derive(Default)]
-pub(super) struct Conns {
+pub(crate) struct Conns {
     inner: RefCell<ConnsInner>,
 }
 
@@ -31,7 +32,7 @@ struct ConnSlot {
 
 impl Conns {
     /// Spawns the connection task `conn(key)` on this core, tracked under slot `key`.
-    pub(super) fn spawn<F, C>(self: &Rc<Self>, conn: C)
+    pub(crate) fn spawn<F, C>(self: &Rc<Self>, conn: C)
     where
         C: FnOnce(usize) -> F,
         F: Future<Output = ()> + 'static,
@@ -48,7 +49,8 @@ impl Conns {
 
     /// Whether the core is closing; if not, the current connection's task is woken when it
     /// does.
-    pub(super) fn closing(&self, key: usize, cx: &mut Context<'_>) -> bool {
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))] // plain `serve` cannot tell its handlers
+    pub(crate) fn closing(&self, key: usize, cx: &mut Context<'_>) -> bool {
         let mut inner = self.inner.borrow_mut();
         if inner.closing {
             return true;
@@ -63,7 +65,7 @@ impl Conns {
     }
 
     /// Starts the shutdown: wakes every connection so it sees `closing`.
-    pub(super) fn close(&self) {
+    pub(crate) fn close(&self) {
         let wakers: Vec<Waker> = {
             let mut inner = self.inner.borrow_mut();
             inner.closing = true;
@@ -77,7 +79,7 @@ impl Conns {
     }
 
     /// Completes once no connection is left.
-    pub(super) async fn drained(&self) {
+    pub(crate) async fn drained(&self) {
         poll_fn(|cx| {
             let mut inner = self.inner.borrow_mut();
             if inner.tasks.is_empty() {
@@ -91,7 +93,7 @@ impl Conns {
     }
 
     /// Aborts every connection left (their sockets close as their tasks are dropped).
-    pub(super) fn abort_all(&self) {
+    pub(crate) fn abort_all(&self) {
         let tasks: Vec<JoinHandle<()>> = self
             .inner
             .borrow_mut()
@@ -123,9 +125,9 @@ impl Conns {
 
 /// A connection's place in its core's `Conns`: it frees its slot when the connection's
 /// future ends or is dropped (aborted).
-pub(super) struct Tracker {
-    pub(super) conns: Rc<Conns>,
-    pub(super) key: usize,
+pub(crate) struct Tracker {
+    pub(crate) conns: Rc<Conns>,
+    pub(crate) key: usize,
 }
 
 impl Drop for Tracker {
