@@ -1,20 +1,4 @@
 //! Criterion micro-benchmarks of the executor's internals, through the public API only.
-//!
-//! Run with `cargo bench -p benches --bench executor` (add `-- --quick` for a smoke run). Each benchmark enters one
-//! `block_on` per criterion sample and times `iters` operations inside it (`iter_custom`), so the cost of entering
-//! the runtime is not counted:
-//! - `spawn_join`: `spawn_local` of an empty task, then awaiting its handle;
-//! - `local_wake`: a spawned task wakes itself (`yield_now`) and is polled again, the same-core path (one run-queue
-//!   push);
-//! - `remote_wake`: a task hands its waker to a std thread and parks; the thread wakes it, so the core, asleep in
-//!   `io_uring_enter`, is woken through its eventfd. One iteration is a round trip: the runtime wakes the std thread
-//!   (a channel send) and the thread wakes the runtime;
-//! - `timer_fire`: a 1 us `sleep` inserted and fired, including the loop's timed wait in the kernel;
-//! - `timer_cancel/N`: N sleeps of an hour inserted (each polled once) and then dropped;
-//! - `nop`: one `runtime::nop()` submitted and completed, awaited before the next.
-//!
-//! Figures are per iteration on a shared machine: compare them within one run, not across machines (see
-//! `benches/README.md`, "How to measure").
 
 use std::future::Future;
 use std::hint::black_box;
@@ -102,8 +86,7 @@ fn remote_wake(c: &mut Criterion) {
                                 return Poll::Ready(());
                             }
                             sent = true;
-                            // A send error means the thread is gone: the wake never comes, so finish now rather than
-                            // hang.
+                            // A send error means the thread is gone.
                             match tx.send(cx.waker().clone()) {
                                 Ok(()) => Poll::Pending,
                                 Err(_) => Poll::Ready(()),
@@ -166,7 +149,7 @@ fn nop(c: &mut Criterion) {
         b.iter_custom(|iters| {
             timed(&rt, iters, |n| async move {
                 for _ in 0..n {
-                    black_box(runtime::nop().await.ok());
+                    black_box(runtime::ext::raw::nop().await.ok());
                 }
             })
         })

@@ -1,10 +1,4 @@
 //! `bench`: the benchmark harness of the runtime, side by side with the raw ring and tokio.
-//!
-//! Usage: `bench <subcommand> [--quick] [--runs N] [--seconds S] [--json FILE|-] [--compare FILE] [--markdown]
-//! [--quiet]` (all of it in `bench --help`, from [`harness::cli::Cli`]). Each subcommand measures its contestants
-//! alternately in this one process and prints a table of medians, min and max, ratios to the baseline,
-//! `io_uring_enter` calls per op and peak RSS. How to measure, how to read the figures and the layout (`harness/`,
-//! `servers/`, `benches/`) are in `benches/README.md`.
 
 mod benches;
 mod harness;
@@ -23,8 +17,7 @@ fn kernel_release() -> String {
     release.map_or_else(|_| "unknown".to_string(), |r| r.trim().to_string())
 }
 
-/// Points fd 1 at stderr, or at `/dev/null` when `quiet`, so that everything the benchmarks print (and any child
-/// process they run) stays off stdout; returns the real stdout.
+/// Points fd 1 at stderr (`/dev/null` when `quiet`), keeping stdout for the JSON; returns the real stdout.
 fn divert_stdout(quiet: bool) -> io::Result<OwnedFd> {
     io::stdout().flush()?;
     // SAFETY: dup(2) takes no pointers; the result is checked below.
@@ -52,8 +45,7 @@ fn dup_onto_stdout(fd: i32) -> io::Result<()> {
     Ok(())
 }
 
-/// Checks `--compare`'s file and creates (truncates) `--json`'s up front, so that a bad path fails before minutes of
-/// measuring rather than after them.
+/// Checks `--compare`'s file and creates (truncates) `--json`'s up front.
 fn prepare(output: &Output) -> Result<(), String> {
     if let Some(path) = &output.compare {
         output::load_baseline(path)?;

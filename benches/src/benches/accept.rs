@@ -1,8 +1,4 @@
-//! `bench accept`: N clients connect, write 128 B, read it back and close, 64 in progress at once; singleshot
-//! `accept()` against multishot `incoming()` (the "fast poll multishot mode" RFC found multishot 1.65% faster), tokio
-//! and the peers, each server of `crate::servers` on its own thread, alternated. One tokio current-thread client
-//! closes with `SO_LINGER` 0 (no `TIME_WAIT` piles up). Connections/s is largely the client's limit on loopback; the
-//! server CPU per connection is the figure (`benches/README.md`).
+//! `bench accept`: N clients connect, write 128 B, read it back and close, 64 in progress at once.
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -167,8 +163,7 @@ fn load(client: &tokio::runtime::Runtime, addr: SocketAddr, n: u64) -> io::Resul
 mod tests {
     use super::*;
 
-    /// Every server, the peers' included (one that cannot start says why on stderr), serves every connection of a
-    /// short run.
+    /// Every server, the peers' included (one that cannot start says why on stderr).
     #[test]
     fn every_server_reports_every_connection() {
         let client = tokio::runtime::Builder::new_current_thread()

@@ -47,8 +47,7 @@ pub const CONFIGS: [Config; 2] = [
     },
 ];
 
-/// Runs `one` for each of [`CONFIGS`] with the plan `opts` asks for (the window in ms as the count) and the raised
-/// `RLIMIT_NOFILE`, a blank line between them: the frame of every echo benchmark.
+/// Runs `one` for each of [`CONFIGS`] with the plan `opts` asks for.
 pub fn each_config(
     opts: &Opts,
     mut one: impl FnMut(Config, Plan, u64) -> io::Result<()>,
@@ -84,8 +83,7 @@ pub struct ServerFigures {
     pub elapsed: Duration,
     /// Round trips `cpu` served.
     pub rts: f64,
-    /// Bytes each server core echoed; empty where the server does not count them (and the details table then has no
-    /// traffic column).
+    /// Bytes each server core echoed; empty where the server does not count them.
     pub per_core: Vec<u64>,
 }
 
@@ -106,8 +104,7 @@ struct Extra {
     server: ServerFigures,
 }
 
-/// What an echo benchmark's tables say: all that differs between `echo`, `echo-cores` and `features` besides their
-/// servers.
+/// What an echo benchmark's tables say.
 pub struct Spec {
     /// The tables' name: `echo`, `echo-cores`, `features`.
     pub name: &'static str,
@@ -129,8 +126,7 @@ pub struct Spec {
     pub after: &'static [&'static str],
 }
 
-/// Measures `servers` (the rows, in order) alternately with the load of `cfg`, prints the two tables of `spec`
-/// (rates, enters and RSS; then latency and server CPU per round trip), and stops every server with `stop`.
+/// Measures `servers` (the rows, in order) alternately with the load of `cfg`, prints the two tables of `spec`.
 pub fn measure<S: EchoServer>(
     spec: &Spec,
     servers: Vec<(String, S)>,
@@ -139,9 +135,7 @@ pub fn measure<S: EchoServer>(
     plan: Plan,
 ) -> io::Result<()> {
     let measured = measure_rows(spec, &servers, cfg, plan);
-    for (_, srv) in servers {
-        stop(srv)?;
-    }
+    servers.into_iter().try_for_each(|(_, srv)| stop(srv))?;
     measured
 }
 
@@ -198,11 +192,11 @@ fn measure_rows<S: EchoServer>(
         plan.count as f64 / 1000.0,
         plan.runs
     );
-    let notes = spec.notes.clone();
+    let (ratio, notes) = (format!("vs {}", spec.baseline.1), spec.notes.clone());
     let table = Table::new(
         title,
         Metric::Rate("rt/s"),
-        &format!("vs {}", spec.baseline.1),
+        &ratio,
         spec.baseline.0,
         series,
         notes,
@@ -377,8 +371,7 @@ pub struct Window {
     pub hist: Histogram<u64>,
 }
 
-/// The load generator: connect `cfg.conns`, ramp for [`RAMP`], measure for `window`, close; `hook` is told each
-/// [`Phase`] as it comes.
+/// The load generator: connect `cfg.conns`, ramp for [`RAMP`], measure for `window`, close.
 fn drive(
     client: &tokio::runtime::Runtime,
     addr: SocketAddr,

@@ -1,8 +1,4 @@
-//! `bench echo-cores`: `bench echo`'s loads and tables (its driver, `echo.rs`) against this runtime's echo server on
-//! one core and on N (`--cores N`, default 2), one `SO_REUSEPORT` listener per core on one port, core i pinned to the
-//! i-th allowed CPU. On two CPUs the client shares CPU 1 with a server core: what the server gains in CPUs the client
-//! loses (`benches/README.md`). Server CPU per round trip: the process's CPU over the window less the client
-//! thread's, both read by the client at the window's edges (the other server's threads sleep in `io_uring_enter`).
+//! `bench echo-cores`: `bench echo`'s loads and tables.
 
 use std::cell::Cell;
 use std::io;
@@ -130,8 +126,7 @@ struct CoreServer {
 }
 
 impl CoreServer {
-    /// Binds one `SO_REUSEPORT` listener per CPU of `cpus` on one port (backlog 4096), and starts a server with a
-    /// core on each.
+    /// Binds one `SO_REUSEPORT` listener per CPU of `cpus` on one port.
     fn start(cpus: Vec<usize>) -> io::Result<CoreServer> {
         let mut addr = SocketAddr::from(([127, 0, 0, 1], 0));
         let mut listeners = Vec::new();
@@ -164,15 +159,13 @@ impl CoreServer {
     }
 
     fn shutdown(&mut self) -> io::Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
         for stop in self.stops.drain(..) {
             let _ = stop.send(());
         }
-        thread
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the server thread panicked")))
+        let panicked = || Err(io::Error::other("the server thread panicked"));
+        self.thread
+            .take()
+            .map_or(Ok(()), |t| t.join().unwrap_or_else(|_| panicked()))
     }
 }
 

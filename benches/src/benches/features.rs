@@ -1,6 +1,4 @@
-//! `bench features`: what each kernel feature the runtime uses buys, one at a time: `bench echo`'s loads against this
-//! runtime's echo server (`crate::servers`) with every feature on, then with each switched off through its `Builder`
-//! switch, and the raw ring as the anchor, alternated. `CPU vs all on` below 1: the feature pays.
+//! `bench features`: what each kernel feature the runtime uses buys, one at a time.
 
 use std::io;
 

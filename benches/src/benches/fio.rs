@@ -1,6 +1,4 @@
-//! fio as a row of `bench read`: found on `PATH`, run as a child process, its JSON report parsed. fio's `io_uring`
-//! engine (fio is written by io_uring's author) is the hand-tuned C loop a runtime's file reads are measured against.
-//! Only `jobs[0].read.iops` and `jobs[0].read.total_ios` are read from its `--output-format=json` report.
+//! fio as a row of `bench read`: found on `PATH`, run as a child process, its JSON report parsed.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,9 +35,7 @@ pub struct Job {
 }
 
 impl Job {
-    /// The command line for a run of `window` (fio takes `ms` suffixes on times): the page cache kept
-    /// (`--invalidate=0`; fio otherwise drops the file's pages first and the cached figure measures the disk),
-    /// offsets drawn with replacement as the other rows draw them (`--norandommap`, no map of blocks already read).
+    /// The command line for a run of `window` (fio takes `ms` suffixes on times): the page cache kept.
     pub fn args(&self, window: Duration) -> Vec<String> {
         let (file, size, direct) = (self.file.display(), self.size, u8::from(self.direct));
         let ms = window.as_millis().max(1);
@@ -112,8 +108,7 @@ struct ReadReport {
     total_ios: u64,
 }
 
-/// `(read.iops, read.total_ios)` of the first job in fio's JSON report; fio may print notes before the JSON (the
-/// report starts at the first line that starts with `{`) and after it.
+/// `(read.iops, read.total_ios)` of the first job in fio's JSON report; fio may print notes before the JSON.
 fn parse_read(out: &str) -> Option<(f64, u64)> {
     let start = if out.starts_with('{') {
         0

@@ -1,6 +1,4 @@
-//! `bench idle`: what a `cores(2)` runtime costs while it has nothing to do. Snapshots of each core (its
-//! `runtime::stats()` and thread CPU time, read on that core) before and after one `block_on(sleep(2 s))` (1 s with
-//! `--quick`), and the process's CPU time over the sleep (`RUSAGE_SELF`) as a share of wall time x cores.
+//! `bench idle`: what a `cores(2)` runtime costs while it has nothing to do.
 
 use std::io;
 use std::time::{Duration, Instant};

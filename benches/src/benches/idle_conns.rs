@@ -35,8 +35,7 @@ pub const DEFAULT_CONNS: usize = 10_000;
 pub const QUICK_CONNS: usize = 2_000;
 /// The tokio and raw servers' buffer per connection.
 const CONN_BUF: usize = 4096;
-/// Fds each process keeps free beside its connections (stdio, the ring, the listener, pipes, the allocator's and the
-/// runtime's own): with a hard limit of 20,000, at most 19,000 connections.
+/// Fds each process keeps free beside its connections.
 const SPARE_FDS: u64 = 1_000;
 /// Ephemeral ports left unused, for everything else on the machine.
 const SPARE_PORTS: u64 = 1_000;
@@ -153,15 +152,15 @@ pub fn run(opts: &Opts, args: IdleConnsArgs) -> io::Result<()> {
         conns,
         refs,
     };
-    println!("{title}");
-    print!("{}", render_grid(&figures.grid(), 2));
+    let (grid, rows) = figures.table();
+    print!("{title}\n{}", render_grid(&grid, 2));
     print!(
         "{}",
         record(Record::new(
             &title,
             "bytes/conn",
             |v| format!("{v:.0}"),
-            figures.rows()
+            rows
         ))
     );
     let mut notes = vec![
@@ -198,20 +197,14 @@ struct Figures {
 }
 
 impl Figures {
-    /// The median over row `i`'s rounds of `f`.
-    fn median(&self, i: usize, f: impl Fn(&Sample) -> f64) -> f64 {
-        median(&self.samples[i].iter().map(f).collect::<Vec<_>>())
-    }
-
     /// RSS growth per connection in bytes (negative if it shrank), over the rounds.
     fn per_conn(&self, i: usize) -> Summary {
         let grew = |s: &Sample| (s.rss_after_kib as f64 - s.rss_before_kib as f64) * 1024.0;
-        Summary::of(
-            &self.samples[i]
-                .iter()
-                .map(|s| grew(s) / self.conns as f64)
-                .collect::<Vec<_>>(),
-        )
+        let v: Vec<f64> = self.samples[i]
+            .iter()
+            .map(|s| grew(s) / self.conns as f64)
+            .collect();
+        Summary::of(&v)
     }
 
     /// `reference / row` of the medians (>1: this row holds less), if both grew.
@@ -220,44 +213,8 @@ impl Figures {
         (r > 0.0 && b > 0.0).then(|| b / r)
     }
 
-    /// Row `i`'s figures under their `--json` keys, in order (`idle_wakeups` where known).
-    fn extra(&self, i: usize) -> Vec<(String, f64)> {
-        let second = (self.conns - self.conns / 2).max(1) as f64;
-        let bytes = |kib: u64| kib as f64 * 1024.0;
-        let mut extra = vec![
-            ("runs", self.samples[i].len() as f64),
-            ("conns", self.conns as f64),
-            ("bytes_per_conn", self.per_conn(i).median),
-            // The second half's growth: one more connection's cost, without the fixed costs.
-            (
-                "marginal_bytes_per_conn",
-                self.median(i, |s| {
-                    (bytes(s.rss_after_kib) - bytes(s.rss_half_kib)) / second
-                }),
-            ),
-            (
-                "idle_cpu_ms",
-                self.median(i, |s| s.idle_cpu.as_secs_f64() * 1e3),
-            ),
-            (
-                "rss_before_bytes",
-                self.median(i, |s| bytes(s.rss_before_kib)),
-            ),
-            ("rss_half_bytes", self.median(i, |s| bytes(s.rss_half_kib))),
-            (
-                "rss_after_bytes",
-                self.median(i, |s| bytes(s.rss_after_kib)),
-            ),
-        ];
-        let wakeups: Option<Vec<f64>> = self.samples[i]
-            .iter()
-            .map(|s| s.idle_wakeups.map(|w| w as f64))
-            .collect();
-        extra.extend(wakeups.map(|w| ("idle_wakeups", median(&w))));
-        extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-    }
-
-    fn grid(&self) -> Vec<Vec<String>> {
+    /// The printed grid (its first row the header) and the `--json` rows, `ratio` against the first reference row.
+    fn table(&self) -> (Vec<Vec<String>>, Vec<Row>) {
         let mut head = header(&[
             "",
             "conns",
@@ -269,67 +226,73 @@ impl Figures {
         ]);
         head.extend(["2nd half bytes/conn", "idle CPU ms", "idle wake-ups"].map(String::from));
         head.extend(self.refs.iter().map(|r| format!("vs {}", r.1)));
-        let mut rows = vec![head];
+        let (mut grid, mut rows) = (vec![head], Vec::new());
+        let second = (self.conns - self.conns / 2).max(1) as f64;
         for (i, name) in self.names.iter().enumerate() {
-            let (pc, x) = (self.per_conn(i), self.extra(i));
-            let get = |key: &str| x.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-            let mib = |key| format!("{:.1} MiB", get(key).unwrap_or(0.0) / 1024.0 / 1024.0);
-            let mut row = vec![
-                name.to_string(),
-                self.conns.to_string(),
-                mib("rss_before_bytes"),
-                mib("rss_after_bytes"),
-            ];
-            row.extend(
-                [
-                    pc.median,
-                    pc.min,
-                    pc.max,
-                    get("marginal_bytes_per_conn").unwrap_or(0.0),
-                ]
-                .map(|v| format!("{v:.0}")),
+            let samples = &self.samples[i];
+            let med =
+                |f: &dyn Fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+            let bytes = |kib: u64| kib as f64 * 1024.0;
+            let pc = self.per_conn(i);
+            // The second half's growth: one more connection's cost, without the fixed costs.
+            let marginal = med(&|s| (bytes(s.rss_after_kib) - bytes(s.rss_half_kib)) / second);
+            let idle_cpu = med(&|s| s.idle_cpu.as_secs_f64() * 1e3);
+            let before = med(&|s| bytes(s.rss_before_kib));
+            let (half, after) = (
+                med(&|s| bytes(s.rss_half_kib)),
+                med(&|s| bytes(s.rss_after_kib)),
             );
-            row.push(format!("{:.2}", get("idle_cpu_ms").unwrap_or(0.0)));
-            row.push(get("idle_wakeups").map_or("-".into(), |w| format!("{w:.0}")));
+            let wakeups: Option<Vec<f64>> = samples
+                .iter()
+                .map(|s| s.idle_wakeups.map(|w| w as f64))
+                .collect();
+            let wakeups = wakeups.map(|w| median(&w));
+            let ratios: Vec<Option<f64>> = self
+                .refs
+                .iter()
+                .map(|&(j, _, _)| self.ratio(i, j))
+                .collect();
+            let mut row = vec![name.to_string(), self.conns.to_string()];
+            row.extend([before, after].map(|b| format!("{:.1} MiB", b / 1024.0 / 1024.0)));
+            row.extend([pc.median, pc.min, pc.max, marginal].map(|v| format!("{v:.0}")));
+            row.push(format!("{idle_cpu:.2}"));
+            row.push(wakeups.map_or("-".into(), |w| format!("{w:.0}")));
             row.extend(
-                self.refs
+                ratios
                     .iter()
-                    .map(|&(j, _, _)| self.ratio(i, j).map_or("-".into(), |r| format!("{r:.2}x"))),
+                    .map(|r| r.map_or("-".into(), |r| format!("{r:.2}x"))),
             );
-            rows.push(row);
-        }
-        rows
-    }
-
-    /// The `--json` rows: the median bytes per connection, `ratio` against the first reference row (tokio's), and the
-    /// other figures under `extra`.
-    fn rows(&self) -> Vec<Row> {
-        let base = self.refs.first().map(|r| r.0);
-        let row = |i: usize| {
-            let (pc, mut extra) = (self.per_conn(i), self.extra(i));
+            grid.push(row);
+            let mut extra = vec![
+                ("runs", samples.len() as f64),
+                ("conns", self.conns as f64),
+                ("bytes_per_conn", pc.median),
+                ("marginal_bytes_per_conn", marginal),
+                ("idle_cpu_ms", idle_cpu),
+                ("rss_before_bytes", before),
+                ("rss_half_bytes", half),
+                ("rss_after_bytes", after),
+            ];
+            extra.extend(wakeups.map(|w| ("idle_wakeups", w)));
+            let mut extra: Vec<(String, f64)> =
+                extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
             // Non-finite figures are written as `null`.
-            let ratio = |&(j, _, key): &(usize, &str, &str)| {
-                (
-                    format!("ratio_vs_{key}"),
-                    self.ratio(i, j).unwrap_or(f64::NAN),
-                )
+            let vs = |(r, v): (&(usize, &str, &str), &Option<f64>)| {
+                (format!("ratio_vs_{}", r.2), v.unwrap_or(f64::NAN))
             };
-            extra.extend(self.refs.iter().map(ratio));
-            let ratio = base.and_then(|b| self.ratio(i, b));
-            let peak_rss_bytes = self.samples[i].iter().map(|s| s.hwm_kib * 1024).max();
-            let name = self.names[i].to_string();
-            Row {
-                name,
+            extra.extend(self.refs.iter().zip(&ratios).map(vs));
+            rows.push(Row {
+                name: name.to_string(),
                 median: pc.median,
                 min: pc.min,
                 max: pc.max,
-                ratio,
+                ratio: ratios.first().copied().flatten(),
                 enters_per_op: None,
-                peak_rss_bytes,
+                peak_rss_bytes: samples.iter().map(|s| s.hwm_kib * 1024).max(),
                 extra,
-            }
-        };
-        (0..self.names.len()).map(row).collect()
+            });
+        }
+        (grid, rows)
     }
 }
 

@@ -1,8 +1,8 @@
-//! `bench link`: chains of N linked NOPs (`IOSQE_IO_LINK`), N = 10 and 100, ns per NOP (the "nxt propagation +
-//! locking optimisation" thread: 501 -> 416 ns at N = 100). The raw ring (N linked NOPs, one `submit_and_wait(N)`),
-//! `runtime::driver::Link` over N `nop()` futures, and the same NOPs awaited one by one; tokio has no linked ops.
+//! `bench link`: chains of N linked NOPs (`IOSQE_IO_LINK`), N = 10 and 100, ns per NOP.
 
 use std::io;
+
+use runtime::ext::{raw::nop, Link};
 
 use io_uring::{opcode, squeue};
 
@@ -66,7 +66,7 @@ fn runtime_chains(
     rt.block_on(timed(tally, async move {
         let mut done = 0;
         while done < count {
-            let outputs = runtime::driver::Link::new((0..chain).map(|_| runtime::nop())).await?;
+            let outputs = Link::new((0..chain).map(|_| nop())).await?;
             for r in outputs {
                 r?;
             }
@@ -79,7 +79,7 @@ fn runtime_chains(
 fn runtime_serial(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<Measure> {
     rt.block_on(timed(tally, async move {
         for _ in 0..count {
-            runtime::nop().await?;
+            nop().await?;
         }
         Ok(count)
     }))

@@ -1,7 +1,4 @@
-//! One module per `bench` subcommand. Each `run` sets up its contestants, measures them with the harness
-//! (`crate::harness`) and prints its tables; the servers of the socket benchmarks are in `crate::servers`. Why each
-//! benchmark measures what it does, and how to read its figures, is in `benches/README.md` and in each module's
-//! documentation.
+//! One module per `bench` subcommand.
 
 pub mod accept;
 pub mod echo;

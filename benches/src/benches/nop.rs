@@ -1,9 +1,8 @@
-//! `bench nop`: 32 IORING_OP_NOP kept in flight, raw ring vs this runtime (the `SKIP_CQWAKE` thread measured NOP
-//! throughput this way: 6.77M -> 7.80M IOPS). A NOP does no work in the kernel, so the ratio to the raw ring is what
-//! op futures, wakers and the scheduler cost. Rows: the raw ring (push 32, one `submit_and_wait(32)`, drain), 32
-//! tasks each awaiting `runtime::nop()` in a loop, one task keeping 32 `nop()` futures in flight.
+//! `bench nop`: 32 IORING_OP_NOP kept in flight, raw ring vs this runtime.
 
 use std::io;
+
+use runtime::ext::raw::nop;
 
 use crate::harness::cli::Opts;
 use crate::harness::measure::{alternate, in_flight, timed, Contestant, Measure, Plan, Tally};
@@ -62,7 +61,7 @@ fn tasks(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<Measure
     rt.block_on(timed(tally, async move {
         let task = || async move {
             for _ in 0..per_task {
-                runtime::nop().await?;
+                nop().await?;
             }
             Ok::<(), io::Error>(())
         };
@@ -81,11 +80,11 @@ fn single_task(rt: &runtime::Runtime, count: u64, tally: &Tally) -> io::Result<M
     let first = count.min(DEPTH as u64);
     let mut left = count - first;
     rt.block_on(timed(tally, async move {
-        in_flight((0..first).map(|_| runtime::nop()), |done| {
+        in_flight((0..first).map(|_| nop()), |done| {
             done?;
             Ok((left > 0).then(|| {
                 left -= 1;
-                runtime::nop()
+                nop()
             }))
         })
         .await?;

@@ -1,7 +1,4 @@
-//! `bench pingpong`: a counter bounced between two cores, ns per round trip: std threads (`sync_channel(1)`), a
-//! `cores(2)` runtime (`block_on` on core 0, a task `spawn_on(1, ..)`, each hop a remote wake through
-//! `IORING_OP_MSG_RING`), tokio multi-thread with 2 pinned workers (which may keep both tasks on one worker: a
-//! reference, not a like pair).
+//! `bench pingpong`: a counter bounced between two cores, ns per round trip.
 
 use std::cell::Cell;
 use std::io;
@@ -97,9 +94,7 @@ impl Counters {
     }
 }
 
-/// `$n` timed round trips between the `block_on` future of `$rt` (core 0) and a fresh ponger task `spawn_on(1, ..)`,
-/// through two channels `$chan` (`$send` and `$recv` their calls): `io::Result<(Measure, core 0's counters, core
-/// 1's)>`. A macro, as the channel types of `pingpong` and `sync` share no trait.
+/// `$n` timed round trips between the `block_on` future of `$rt`.
 macro_rules! cross_runtime {
     ($rt:expr, $n:expr, $chan:expr, $send:ident, $recv:ident) => {{
         #[allow(unused_mut)]

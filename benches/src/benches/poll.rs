@@ -1,13 +1,11 @@
-//! `bench poll`: per iteration, arm a poll on each of 32 pipes, write a byte into each (`write(2)`), wait for the 32
-//! completions and read the bytes back (the "5.20 cleanups and poll optimisations" series: 11.72M -> 12.80M
-//! requests/s). Rows: the raw ring (32 `POLL_ADD`, `submit()`, writes, `submit_and_wait(32)`: two enters), this
-//! runtime (32 `poll_add` futures polled once, a yield to submit them, writes, awaits), tokio (32 `AsyncFd`s,
-//! edge-triggered epoll). A second table arms each poll once per run (`IORING_POLL_ADD_MULTI`; `runtime::poll_multi`
-//! streams), as tokio's epoll registration stays armed.
+//! `bench poll`: per iteration, arm a poll on each of 32 pipes, write a byte into each.
 
 use std::future::{poll_fn, Future as _};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use runtime::ext::raw::{poll_add, poll_multi};
+use runtime::ext::SharedFd;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::Instant;
@@ -64,7 +62,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
                 format!("poll (multishot): {PIPES} pipes, each poll armed once per run, {count} events per run"),
                 vec![
                     tally_multi.note("runtime multishot"),
-                    "runtime::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration"
+                    "runtime::ext::raw::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration"
                         .into(),
                 ],
             ),
@@ -89,7 +87,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
 
 /// [`PIPES`] pipes, non-blocking at both ends (tokio's `AsyncFd` needs it).
 struct Pipes {
-    read: Vec<OwnedFd>,
+    read: Vec<SharedFd>,
     write: Vec<OwnedFd>,
 }
 
@@ -105,7 +103,7 @@ impl Pipes {
             // SAFETY: both fds are new and owned by nobody else.
             unsafe {
                 (
-                    read.push(OwnedFd::from_raw_fd(fds[0])),
+                    read.push(SharedFd::new(OwnedFd::from_raw_fd(fds[0]))),
                     write.push(OwnedFd::from_raw_fd(fds[1])),
                 )
             };
@@ -126,13 +124,13 @@ impl Pipes {
 
     /// The byte back out of every pipe.
     fn drain(&self) -> io::Result<()> {
-        self.read.iter().try_for_each(|r| sys_read(r.as_raw_fd()))
+        self.read.iter().try_for_each(|r| sys_read(r.raw()))
     }
 
     /// A `POLL_ADD` for `POLLIN` on each read end (`multi`: multishot), user data its index.
     fn sqes(&self, multi: bool) -> Vec<squeue::Entry> {
-        let add = |(i, r): (usize, &OwnedFd)| {
-            opcode::PollAdd::new(Fd(r.as_raw_fd()), libc::POLLIN as u32)
+        let add = |(i, r): (usize, &SharedFd)| {
+            opcode::PollAdd::new(Fd(r.raw()), libc::POLLIN as u32)
                 .multi(multi)
                 .build()
                 .user_data(i as u64)
@@ -181,12 +179,7 @@ fn runtime_polls(
     rt.block_on(timed(tally, async move {
         let (mut ops, mut done) = (Vec::with_capacity(PIPES), 0);
         while done < count {
-            ops.extend(
-                pipes
-                    .read
-                    .iter()
-                    .map(|r| runtime::poll_add(r.as_raw_fd(), libc::POLLIN as u32)),
-            );
+            ops.extend(pipes.read.iter().map(|r| poll_add(r, libc::POLLIN as u32)));
             // Queue every SQE, then let the loop submit them before the writes.
             poll_fn(
                 |cx| match ops.iter_mut().any(|op| Pin::new(op).poll(cx).is_ready()) {
@@ -213,8 +206,7 @@ fn tokio_polls(rt: &tokio::runtime::Runtime, pipes: &Pipes, count: u64) -> io::R
             // SAFETY: the pipes outlive the `AsyncFd`s, which are dropped (deregistered) at the end of this block,
             // and nothing closes or replaces the fds meanwhile.
             .map(|r| {
-                unsafe { tokio::io::unix::AsyncFd::register(r.as_raw_fd()) }
-                    .map_err(|e| e.into_parts().1)
+                unsafe { tokio::io::unix::AsyncFd::register(r.raw()) }.map_err(|e| e.into_parts().1)
             })
             .collect::<io::Result<_>>()?;
         let (start, mut done) = (Instant::now(), 0);
@@ -231,8 +223,7 @@ fn tokio_polls(rt: &tokio::runtime::Runtime, pipes: &Pipes, count: u64) -> io::R
     })
 }
 
-/// As `raw_polls`, with each pipe's poll armed once (`IORING_POLL_ADD_MULTI`): one enter per iteration, which submits
-/// nothing and waits for the 32 events.
+/// As `raw_polls`, with each pipe's poll armed once (`IORING_POLL_ADD_MULTI`).
 fn raw_multishot(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Measure> {
     let (sqes, ring, start) = (pipes.sqes(true), raw.ring(), Instant::now());
     // SAFETY: a poll request points at no memory; the pipes outlive the requests, which are cancelled and reaped
@@ -283,7 +274,7 @@ fn raw_multishot(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Mea
     })
 }
 
-/// As `runtime_polls`, with one `runtime::poll_multi` stream per pipe for the whole run.
+/// As `runtime_polls`, with one `runtime::ext::raw::poll_multi` stream per pipe for the whole run.
 fn runtime_multishot(
     rt: &runtime::Runtime,
     pipes: &Pipes,
@@ -291,7 +282,7 @@ fn runtime_multishot(
     tally: &Tally,
 ) -> io::Result<Measure> {
     rt.block_on(timed(tally, async move {
-        let poll = |r: &OwnedFd| runtime::poll_multi(r.as_raw_fd(), libc::POLLIN as u32);
+        let poll = |r: &SharedFd| poll_multi(r, libc::POLLIN as u32);
         let (mut streams, mut done): (Vec<_>, _) = (pipes.read.iter().map(poll).collect(), 0);
         while done < count {
             pipes.trigger()?;
@@ -299,7 +290,7 @@ fn runtime_multishot(
                 s.next()
                     .await
                     .ok_or_else(|| io::Error::other("multishot poll ended"))??;
-                sys_read(r.as_raw_fd())?;
+                sys_read(r.raw())?;
             }
             done += PIPES as u64;
         }

@@ -1,9 +1,4 @@
-//! `bench read`: 4 KiB random reads at depth 32 from one file, through the page cache and with `O_DIRECT` (skipped
-//! where the filesystem refuses it, as tmpfs does): this runtime (one task keeping 32 `read_at` in flight, offsets
-//! from `fastrand` seeded per run), fio's io_uring engine (`fio.rs`, when installed) and `tokio::fs` (32 tasks,
-//! `seek` + `read_exact` in tokio's blocking pool; with `O_DIRECT`, whose alignment tokio's buffer misses,
-//! `spawn_blocking` of a `pread`). Each reads for a fixed window; beside IOPS, CPU per read and CPUs busy
-//! (`benches/README.md`).
+//! `bench read`: 4 KiB random reads at depth 32 from one file, through the page cache and with `O_DIRECT`.
 
 use std::cell::{Cell, RefCell};
 use std::io::{self, Read as _, SeekFrom, Write as _};
@@ -19,10 +14,12 @@ use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use super::fio;
 use crate::harness::cli::Opts;
 use crate::harness::measure::{
-    alternate, in_flight, median, timed, Contestant, Measure, Plan, Summary, Tally,
+    alternate, in_flight, median, timed, Contestant, Measure, Plan, Tally,
 };
 use crate::harness::output::record;
-use crate::harness::report::{format_rate, header, render_grid, Record, Row, Series};
+use crate::harness::report::{
+    format_per_op, format_rate, header, render_grid, Record, Row, Series,
+};
 
 /// Bytes per read, and the alignment of every offset.
 pub(super) const BLOCK: usize = 4096;
@@ -88,14 +85,8 @@ fn one_variant(
         }
         opened => opened?,
     };
-    // tokio::fs reads into its own unaligned buffer, so with O_DIRECT it fails with EINVAL, except when the allocator
-    // happens to return a block aligned enough: probing once would make the row flaky, so O_DIRECT always takes the
-    // spawn_blocking(pread) path.
-    let tokio_name = if direct {
-        "tokio spawn_blocking pread"
-    } else {
-        "tokio::fs"
-    };
+    // tokio::fs reads into its own unaligned buffer, so with O_DIRECT it fails with EINVAL.
+    let tokio_name = ["tokio::fs", "tokio spawn_blocking pread"][usize::from(direct)];
     if !direct {
         trt.block_on(async {
             tokio::fs::File::open(&file.path)
@@ -193,31 +184,21 @@ fn one_variant(
     Ok(())
 }
 
-/// The table: IOPS median, min and max, ratios to fio and to the tokio row, enters per read, CPU per read and CPUs
-/// busy.
+/// The table: IOPS, ratios to fio and to the tokio row, enters, CPU per read and CPUs busy.
 fn render(title: &str, series: &[Series], cpu: &[Vec<Duration>], have_fio: bool) -> String {
-    let sums: Vec<Summary> = series.iter().map(Series::rates).collect();
     let (fio, tokio) = (series.iter().position(|s| s.name == FIO), series.len() - 1);
-    let vs = |i: usize, b: usize| sums[i].median / sums[b].median;
-    let ratio = |i, base: Option<usize>| base.map_or("-".into(), |b| format!("{:.2}x", vs(i, b)));
+    let vs = |i: usize, b: usize| series[i].rates().median / series[b].rates().median;
     // CPU microseconds per read, and CPU time over wall time (1.0: one core kept busy).
     let per_run = |i: usize, f: fn(&Measure, &Duration) -> f64| {
-        median(
-            &series[i]
-                .runs
-                .iter()
-                .zip(&cpu[i])
-                .map(|(m, c)| f(m, c))
-                .collect::<Vec<_>>(),
-        )
+        let v: Vec<f64> = series[i]
+            .runs
+            .iter()
+            .zip(&cpu[i])
+            .map(|(m, c)| f(m, c))
+            .collect();
+        median(&v)
     };
-    let per_read = |i| per_run(i, |m, c| c.as_secs_f64() * 1e6 / m.ops.max(1) as f64);
-    let busy = |i| {
-        per_run(i, |m, c| {
-            c.as_secs_f64() / m.elapsed.as_secs_f64().max(1e-9)
-        })
-    };
-    let names = [
+    let head = [
         "",
         "IOPS median",
         "min",
@@ -225,41 +206,28 @@ fn render(title: &str, series: &[Series], cpu: &[Vec<Duration>], have_fio: bool)
         "vs fio",
         "vs tokio",
         "enters/read",
-        "CPU us/read",
-        "CPUs busy",
     ];
-    let (mut grid, mut rows) = (vec![header(&names)], Vec::new());
+    let (mut grid, mut rows) = (vec![header(&head)], Vec::new());
+    grid[0].extend(["CPU us/read", "CPUs busy"].map(String::from));
     for (i, s) in series.iter().enumerate() {
-        let Summary { median, min, max } = sums[i];
-        let enters = s
-            .enters_per_op()
-            .map_or("-".into(), |v| format!("{v:.4} (1/{:.1})", 1.0 / v));
-        let mut row = vec![
-            s.name.clone(),
-            format_rate(median),
-            format_rate(min),
-            format_rate(max),
-        ];
-        row.extend([ratio(i, fio), ratio(i, Some(tokio)), enters]);
-        row.extend([format!("{:.2}", per_read(i)), format!("{:.2}", busy(i))]);
+        let per_read = per_run(i, |m, c| c.as_secs_f64() * 1e6 / m.ops.max(1) as f64);
+        let busy = per_run(i, |m, c| {
+            c.as_secs_f64() / m.elapsed.as_secs_f64().max(1e-9)
+        });
+        let sum = s.rates();
+        let mut row = vec![s.name.clone()];
+        row.extend([sum.median, sum.min, sum.max].map(format_rate));
+        row.push(fio.map_or("-".into(), |f| format!("{:.2}x", vs(i, f))));
+        row.push(format!("{:.2}x", vs(i, tokio)));
+        row.push(s.enters_per_op().map_or("-".into(), format_per_op));
+        row.extend([per_read, busy].map(|v| format!("{v:.2}")));
         grid.push(row);
         let mut extra = vec![
-            ("cpu_us_per_read".into(), per_read(i)),
-            ("cpus_busy".into(), busy(i)),
+            ("cpu_us_per_read".into(), per_read),
+            ("cpus_busy".into(), busy),
         ];
         extra.extend(fio.map(|f| ("vs_fio".to_string(), vs(i, f))));
-        let ratio = Some(vs(i, tokio));
-        let (enters_per_op, peak_rss_bytes) = (s.enters_per_op(), Some(s.peak_rss_kib * 1024));
-        rows.push(Row {
-            name: s.name.clone(),
-            median,
-            min,
-            max,
-            ratio,
-            enters_per_op,
-            peak_rss_bytes,
-            extra,
-        });
+        rows.push(Row::of(s, sum, Some(vs(i, tokio)), extra));
     }
     let mut out = format!("{title}\n{}", render_grid(&grid, 2));
     if !have_fio {
@@ -295,8 +263,7 @@ fn whole(res: io::Result<usize>, pos: u64) -> io::Result<()> {
     }
 }
 
-/// The runtime: one task keeping `DEPTH` `read_at` futures in flight until `window` ends, each slot's next read
-/// started in its box with its buffer as soon as one completes (`in_flight`).
+/// The runtime: one task keeping `DEPTH` `read_at` futures in flight (`in_flight`) until `window` ends.
 fn runtime_reads(
     rt: &runtime::Runtime,
     file: &corering_fs::File,
@@ -334,8 +301,7 @@ fn runtime_reads(
     }))
 }
 
-/// The tokio row: `DEPTH` tasks on the current-thread runtime until `window` ends, each `seek` + `read_exact` through
-/// its own `tokio::fs::File`, or with `direct` `spawn_blocking(pread)` into an aligned buffer.
+/// The tokio row: `DEPTH` tasks on the current-thread runtime until `window` ends.
 fn tokio_reads(
     trt: &tokio::runtime::Runtime,
     path: &Path,
@@ -349,25 +315,14 @@ fn tokio_reads(
         // Opened before the clock starts: the loop, not 32 opens, is measured.
         let mut files = Vec::with_capacity(DEPTH);
         for _ in 0..DEPTH {
-            files.push(
-                tokio::fs::OpenOptions::new()
-                    .read(true)
-                    .custom_flags(flags)
-                    .open(path)
-                    .await?,
-            );
+            let mut open = tokio::fs::OpenOptions::new();
+            files.push(open.read(true).custom_flags(flags).open(path).await?);
         }
         let start = Instant::now();
-        let deadline = start + window;
         let handles: Vec<_> = (files.into_iter().zip(0u64..))
             .map(|(f, i)| {
                 let rng = fastrand::Rng::with_seed(seed.wrapping_mul(64) + i);
-                tokio::spawn(async move {
-                    match direct {
-                        true => blocking_preads(f, rng, blocks, deadline).await,
-                        false => tokio_fs_reads(f, rng, blocks, deadline).await,
-                    }
-                })
+                tokio::spawn(tokio_task(f, direct, rng, blocks, start + window))
             })
             .collect();
         let mut ops = 0;
@@ -378,43 +333,37 @@ fn tokio_reads(
     })
 }
 
-/// `seek` + `read_exact` through `tokio::fs::File` until `deadline`.
-async fn tokio_fs_reads(
+/// One tokio task's reads until `deadline`: `seek` + `read_exact` through `tokio::fs::File`, or with `direct`
+/// `spawn_blocking(pread)` into an aligned buffer (the `O_DIRECT` row).
+async fn tokio_task(
     mut f: tokio::fs::File,
+    direct: bool,
     mut rng: fastrand::Rng,
     blocks: u64,
     deadline: Instant,
 ) -> io::Result<u64> {
-    let (mut buf, mut n) = (vec![0u8; BLOCK], 0u64);
-    loop {
-        f.seek(SeekFrom::Start(offset(&mut rng, blocks))).await?;
-        f.read_exact(&mut buf).await?;
-        n += 1;
-        if n.is_multiple_of(CLOCK_EVERY) && Instant::now() >= deadline {
-            return Ok(n);
-        }
-    }
-}
-
-/// `spawn_blocking(pread)` into an aligned buffer until `deadline` (the `O_DIRECT` row).
-async fn blocking_preads(
-    f: tokio::fs::File,
-    mut rng: fastrand::Rng,
-    blocks: u64,
-    deadline: Instant,
-) -> io::Result<u64> {
-    let (f, mut buf, mut n) = (
-        Arc::new(f.into_std().await),
+    let (mut buf, mut aligned, mut n) = (
+        vec![0u8; BLOCK],
         corering_fs::AlignedBuf::with_capacity(BLOCK)?,
         0u64,
     );
-    buf.set_len(BLOCK);
+    aligned.set_len(BLOCK);
+    let std = match direct {
+        true => Some(Arc::new(f.try_clone().await?.into_std().await)),
+        false => None,
+    };
     loop {
-        let (pos, file) = (offset(&mut rng, blocks), f.clone());
-        let read = tokio::task::spawn_blocking(move || (file.read_at(&mut buf, pos), buf));
-        let (res, back) = read.await.map_err(io::Error::other)?;
-        buf = back;
-        whole(res, pos)?;
+        let pos = offset(&mut rng, blocks);
+        if let Some(file) = std.clone() {
+            let read =
+                tokio::task::spawn_blocking(move || (file.read_at(&mut aligned, pos), aligned));
+            let res;
+            (res, aligned) = read.await.map_err(io::Error::other)?;
+            whole(res, pos)?;
+        } else {
+            f.seek(SeekFrom::Start(pos)).await?;
+            f.read_exact(&mut buf).await?;
+        }
         n += 1;
         if n.is_multiple_of(CLOCK_EVERY) && Instant::now() >= deadline {
             return Ok(n);
@@ -422,8 +371,7 @@ async fn blocking_preads(
     }
 }
 
-/// The benchmark's file: created, filled (every byte non-zero: no block reads as a hole), synced and read into the
-/// page cache by [`TestFile::create`]; removed on drop (an error or a panic unwinding included).
+/// The benchmark's file, in the page cache; removed on drop.
 struct TestFile {
     path: PathBuf,
     size: u64,

@@ -1,6 +1,4 @@
-//! `bench spawn`: spawn and join of an empty task, this runtime vs tokio current-thread: the executor's own cost per
-//! task, serial (each joined before the next spawn) and batched (1,000 spawned, then joined). A third table spawns
-//! 10,000 CPU-bound `Send` tasks from core 0 on `cores(1)`, `cores(2)` (round-robin) and tokio multi-thread (2).
+//! `bench spawn`: spawn and join of an empty task, this runtime vs tokio current-thread.
 
 use std::io;
 use std::time::Instant;

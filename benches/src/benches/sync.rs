@@ -1,6 +1,4 @@
-//! `bench sync`: channels, ns per message: on one core `runtime::sync::mpsc` (tokio's), `sync::local::mpsc` and
-//! `futures::channel::mpsc`, sending then receiving in one task, and ping-ponging between two tasks through channels
-//! of one slot; across two cores, `bench pingpong`'s ping-pong through `runtime::sync::mpsc` against tokio's mpsc.
+//! `bench sync`: channels, ns per message, on one core and across two.
 
 use std::io;
 use std::time::Instant;
@@ -85,15 +83,14 @@ pub fn run(opts: &Opts) -> io::Result<()> {
 fn one_core_table(title: String, op: &'static str, series: Vec<Series>) -> Table {
     let note =
         "vs sync::mpsc: how many times faster than runtime::sync::mpsc (tokio's) on the same core";
-    let ratio_label = "vs sync::mpsc".to_string();
-    Table {
+    Table::new(
         title,
-        metric: Metric::NsPerOp(op),
-        ratio_label,
-        baseline: 0,
+        Metric::NsPerOp(op),
+        "vs sync::mpsc",
+        0,
         series,
-        notes: vec![note.into()],
-    }
+        vec![note.into()],
+    )
 }
 
 /// Times `n` iterations of `body` inside the runtime.
@@ -113,9 +110,7 @@ fn wrong() -> io::Error {
     io::Error::other("the channel returned the wrong value")
 }
 
-/// Defines `$send_recv(rt, n)`, `n` messages sent and received back in one task through a channel of [`CAPACITY`],
-/// and `$ping_pong(rt, n)`, `n` round trips between two tasks through two channels of one slot, for channels made by
-/// `$chan(capacity)` (`$one`: the capacity that holds one value) whose calls are `$send` and `$recv`.
+/// Defines `$send_recv(rt, n)`, `n` messages sent and received back in one task through a channel of [`CAPACITY`].
 macro_rules! one_core {
     ($send_recv:ident, $ping_pong:ident, $chan:path, $one:expr, $send:ident, $recv:ident) => {
         fn $send_recv(rt: &runtime::Runtime, n: u64) -> io::Result<Measure> {

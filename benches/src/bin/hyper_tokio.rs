@@ -1,6 +1,4 @@
-//! The tokio side of the hyper comparison in `scripts/examples_bench.sh`: the same service as
-//! `examples/src/bin/http.rs` (`200 OK`, `Hello, World!`, keep-alive, TCP_NODELAY), served by hyper 1.x on tokio
-//! through `hyper-util`'s `TokioIo` and `TokioTimer`; stopped by a signal.
+//! The tokio side of the hyper comparison in `scripts/examples_bench.sh`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -1,6 +1,4 @@
-//! Child processes of a benchmark (`idle-conns`'s servers and client): started pinned to a CPU, spoken to over stdin
-//! and stdout a line at a time, every wait bounded, and killed and reaped on every path (and by the kernel with the
-//! parent, `PR_SET_PDEATHSIG`).
+//! Child processes of a benchmark (`idle-conns`'s servers and client).
 
 use std::io::{self, BufRead as _, BufReader, Write as _};
 use std::os::unix::process::CommandExt as _;
@@ -11,8 +9,7 @@ use std::time::{Duration, Instant};
 /// Bound on a child's exit once its stdin is closed, or once its stdout has closed.
 pub const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A child process whose stdout lines come through a channel (read by a thread of its own), killed and reaped when
-/// dropped.
+/// A child process whose stdout lines come through a channel.
 pub struct ChildProc {
     what: String,
     child: Child,

@@ -1,6 +1,4 @@
-//! The measuring loop every benchmark shares: a [`Plan`], one warm-up run per contestant, then the contestants
-//! alternated run by run (`benches/README.md`, "How to measure"); the runtime's counters around a run; the CPUs a
-//! two-sided benchmark pins to; peak RSS.
+//! The measuring loop every benchmark shares.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -116,8 +114,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The usual plan: `full` operations per run (a tenth with `--quick`), a quarter of that as the warm-up, `--runs`
-    /// (default 5, 3 with `--quick`), recalibrated to `--seconds` when given.
+    /// The usual plan: `full` operations per run (a tenth with `--quick`), a quarter of that as the warm-up, `--runs`.
     pub fn new(opts: &Opts, full: u64, granule: u64) -> Plan {
         let count = if opts.quick { full / 10 } else { full };
         let runs = opts.runs_or(3, 5);
@@ -130,8 +127,7 @@ impl Plan {
         }
     }
 
-    /// A plan whose count is a window in milliseconds: `--seconds`, else `secs`; the warm-up is `1/warmup_div` of it
-    /// but at least `min_warmup` ms.
+    /// A plan whose count is a window in milliseconds: `--seconds`, else `secs`.
     pub fn window(opts: &Opts, secs: f64, warmup_div: u64, min_warmup: u64) -> Plan {
         let ms = (opts.seconds.unwrap_or(secs) * 1000.0).round().max(1.0) as u64;
         let warmup = (ms / warmup_div).max(min_warmup);
@@ -149,8 +145,7 @@ impl Plan {
     }
 }
 
-/// Warms every contestant up, then runs them alternately, resetting the process's peak RSS before each measured run
-/// and reading it after; returns one series per contestant and the per-run count actually used.
+/// Warms every contestant up, then runs them alternately.
 pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(Vec<Series>, u64)> {
     let mut count = plan.round(plan.count);
     let mut series: Vec<Series> = contestants.iter().map(|c| Series::new(&c.name)).collect();
@@ -177,14 +172,12 @@ pub fn alternate(contestants: &mut [Contestant<'_>], plan: Plan) -> io::Result<(
     Ok((series, count))
 }
 
-/// Peak resident set size of this process in KiB: `VmHWM` of `/proc/self/status`, else getrusage's `ru_maxrss` (which
-/// never resets and, under `cargo run`, is cargo's own peak).
+/// Peak resident set size of this process in KiB: `VmHWM` of `/proc/self/status`, else getrusage's `ru_maxrss`.
 pub fn peak_rss_kib() -> u64 {
     sysutil::proc_status_kib(None, "VmHWM").unwrap_or_else(|_| sysutil::max_rss_kib())
 }
 
-/// Sums of the runtime's counters (`runtime::Stats` deltas) over a contestant's runs, to show per operation what the
-/// loop did: SQEs, CQEs, task polls and enters.
+/// Sums of the runtime's counters (`runtime::Stats` deltas) over a contestant's runs.
 #[derive(Debug, Default)]
 pub struct Tally {
     ops: Cell<u64>,
@@ -225,8 +218,7 @@ pub fn add_stats(a: runtime::Stats, b: runtime::Stats) -> runtime::Stats {
     }
 }
 
-/// Runs `work` (which resolves to the number of operations it did) inside a runtime, timing it and adding the
-/// runtime's counter deltas to `tally`: the measuring frame every runtime contestant shares.
+/// Runs `work` (which resolves to the number of operations it did) inside a runtime.
 pub async fn timed(
     tally: &Tally,
     work: impl Future<Output = io::Result<u64>>,
@@ -244,9 +236,7 @@ pub async fn timed(
     })
 }
 
-/// Keeps the futures of `slots` in flight, each in its own box: a future's output goes to `next`, which returns the
-/// future that replaces it in the same box (polled at once, so its SQE joins this round's batch), or `None` to leave
-/// the slot empty; resolves when every slot is empty, or to `next`'s first error. The steady state allocates nothing.
+/// Keeps the futures of `slots` in flight, each in its own box.
 pub async fn in_flight<F: Future>(
     slots: impl IntoIterator<Item = F>,
     mut next: impl FnMut(F::Output) -> io::Result<Option<F>>,
@@ -275,16 +265,14 @@ pub async fn in_flight<F: Future>(
     .await
 }
 
-/// The two CPUs a two-sided benchmark uses (server and client, core 0 and core 1): the first two allowed, or the one
-/// allowed CPU twice.
+/// The two CPUs a two-sided benchmark uses (server and client, core 0 and core 1).
 pub fn two_cpus() -> [usize; 2] {
     let allowed = sysutil::allowed_cpus();
     let a = allowed.first().copied().unwrap_or(0);
     [a, allowed.get(1).copied().unwrap_or(a)]
 }
 
-/// A `cores(2)` runtime on `cpus` built from this thread, which becomes its core 0 pinned to `cpus[0]`; the guard
-/// puts back the thread's former CPU set (drop it after the runtime).
+/// A `cores(2)` runtime on `cpus` built from this thread, which becomes its core 0 pinned to `cpus[0]`.
 pub fn runtime_on(cpus: [usize; 2]) -> io::Result<(PinGuard, runtime::Runtime)> {
     let keep = PinGuard::keep()?;
     pin_to(cpus[0])?;

@@ -1,5 +1,4 @@
-//! Where results go besides the terminal: every table recorded for `--json`, the lines of `--compare` against an
-//! earlier `--json` file, and `--markdown`'s summary.
+//! Where results go besides the terminal.
 
 use std::fmt::Write as _;
 use std::sync::{Mutex, MutexGuard};
@@ -19,8 +18,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What `--compare` reads of an earlier `--json` file: each table's name and rows, each row's name and median (other
-/// fields are ignored; a row whose median is `null` is skipped).
+/// What `--compare` reads of an earlier `--json` file: each table's name and rows, each row's name and median.
 #[derive(Debug, Deserialize)]
 struct Baseline {
     benchmarks: Vec<Old>,
@@ -42,12 +40,7 @@ pub fn load_baseline(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Records a printed table for `--json`; returns the `--compare` lines to print under it (empty without `--compare`,
-/// or when the old file lacks the table or all its rows).
-///
-/// A table whose name an earlier table of this process already took (`echo` at two message sizes) is recorded as
-/// `echo #2`, `echo #3`, ..., so that `--compare` matches each table with its own counterpart rather than with the
-/// first of the name.
+/// Records a printed table for `--json`; returns the `--compare` lines to print under it.
 pub fn record(mut rec: Record) -> String {
     let mut records = lock(&RECORDS);
     let numbered = format!("{} #", rec.name);
@@ -127,8 +120,7 @@ pub fn json_text(kernel: &str, cpus: &[usize]) -> String {
     serde_json::to_string_pretty(&doc).expect("a Doc is always serializable") + "\n"
 }
 
-/// Every recorded row in one markdown table (`--markdown`): benchmark, row, median as the table prints it, unit,
-/// ratios to the table's raw ring and tokio rows (where it has them), `io_uring_enter` calls per op.
+/// Every recorded row in one markdown table (`--markdown`).
 pub fn markdown_summary() -> String {
     markdown(&lock(&RECORDS))
 }
@@ -203,8 +195,7 @@ mod tests {
         );
     }
 
-    /// `--compare` reads the file the last full run wrote (`benches/results/`) and the files this build writes; a
-    /// repeated table name gets a number.
+    /// `--compare` reads the file the last full run wrote (`benches/results/`) and the files this build writes.
     #[test]
     fn baseline_reads_committed_and_written_files() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/results/2026-12-01-all.json");

@@ -1,9 +1,4 @@
 //! A progress bar on stderr while the harness measures: which benchmark, contestant and run.
-//!
-//! Shown only when stderr is a terminal, `--quiet` is off, and the process has been running for [`DELAY`]. The bar
-//! lives inside [`Measuring`], the scope of one measuring loop, and is cleared when that ends, so tables land on a
-//! clean line. It is redrawn only between runs: no ticker thread steals CPU from a contestant or wakes the `idle`
-//! benchmark's process.
 
 use std::io::IsTerminal as _;
 use std::sync::Mutex;
@@ -14,8 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long the process runs before a bar appears.
 pub const DELAY: Duration = Duration::from_secs(2);
 
-/// Whether a bar may be shown (stderr is a terminal and `--quiet` is off), since when the process runs, and the
-/// benchmark being run (`[2/10] poll`).
+/// Whether a bar may be shown (stderr is a terminal and `--quiet` is off), since when the process runs.
 static STATE: Mutex<(bool, Option<Instant>, String)> = Mutex::new((false, None, String::new()));
 
 fn state() -> std::sync::MutexGuard<'static, (bool, Option<Instant>, String)> {
@@ -40,8 +34,7 @@ pub fn bench(index: usize, total: usize, name: &str) {
     };
 }
 
-/// The scope of one measuring loop; the bar (if any) is cleared when it is dropped, also on an early return with an
-/// error.
+/// The scope of one measuring loop; the bar (if any) is cleared when it is dropped.
 pub struct Measuring {
     /// `None` when the bar is disabled.
     bar: Option<ProgressBar>,

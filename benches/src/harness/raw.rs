@@ -1,6 +1,4 @@
-//! The raw ring: the io-uring crate driven by hand, the honest baseline (`benches/README.md`): SINGLE_ISSUER,
-//! DEFER_TASKRUN, COOP_TASKRUN and SUBMIT_ALL where the kernel has them, a whole batch per `io_uring_enter` (which
-//! also waits, as DEFER_TASKRUN needs), every enter counted. A `RawRing` stays on the thread that built it (`!Send`).
+//! The raw ring: the io-uring crate driven by hand, the honest baseline (`benches/README.md`).
 
 use std::io;
 use std::marker::PhantomData;

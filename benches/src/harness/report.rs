@@ -1,5 +1,4 @@
-//! Result tables: median, min and max over runs, ratios to a baseline row, enters per op, peak RSS; and the
-//! [`Record`] of each, which `--json` writes (`output.rs` keeps them).
+//! Result tables: median, min and max over runs, ratios to a baseline row, enters per op, peak RSS.
 
 use std::fmt::Write as _;
 
@@ -50,8 +49,7 @@ impl Metric {
     }
 }
 
-/// The median over alternation rounds of `row`'s rate divided by `base`'s in the same round (a paired ratio: drift
-/// between rounds cancels in each pair; `benches/README.md`). `None` without paired runs.
+/// The median over alternation rounds of `row`'s rate divided by `base`'s in the same round.
 pub fn paired_ratio(row: &Series, base: &Series) -> Option<f64> {
     let ratios: Vec<f64> = row
         .runs
@@ -71,8 +69,7 @@ pub struct Series {
     pub runs: Vec<Measure>,
     /// The largest process peak RSS in KiB seen during this contestant's runs.
     pub peak_rss_kib: u64,
-    /// Figures a table prints beside the main ones (e.g. `server_cpu_us_per_op`), carried into the row's `extra` in
-    /// `--json`.
+    /// Figures a table prints beside the main ones (e.g. `server_cpu_us_per_op`).
     pub extra: Vec<(String, f64)>,
 }
 
@@ -176,23 +173,13 @@ impl Table {
                     tokio.map(|t| ("ratio_vs_tokio".into(), metric.speedup(sum.median, t))),
                 );
                 extra.extend(s.extra.iter().cloned());
-                Row {
-                    name: s.name.clone(),
-                    median: sum.median,
-                    min: sum.min,
-                    max: sum.max,
-                    ratio: Some(metric.speedup(sum.median, base)),
-                    enters_per_op: s.enters_per_op(),
-                    peak_rss_bytes: Some(s.peak_rss_kib * 1024),
-                    extra,
-                }
+                Row::of(s, sum, Some(metric.speedup(sum.median, base)), extra)
             })
             .collect();
         Record::new(&self.title, metric.label(), move |v| metric.format(v), rows)
     }
 
-    /// The median of the first tokio row, when the table has one and it is not already the baseline: the second ratio
-    /// column ("vs tokio") every row gets then.
+    /// The median of the first tokio row, when the table has one and it is not already the baseline.
     fn tokio_median(&self) -> Option<f64> {
         let i = self
             .series
@@ -236,6 +223,25 @@ pub struct Row {
     pub extra: Vec<(String, f64)>,
 }
 
+impl Row {
+    /// `s`'s row with the figures `sum`, `ratio` and `extra`.
+    pub fn of(s: &Series, sum: Summary, ratio: Option<f64>, extra: Vec<(String, f64)>) -> Row {
+        let (name, enters_per_op) = (s.name.clone(), s.enters_per_op());
+        let (median, min, max) = (sum.median, sum.min, sum.max);
+        let peak_rss_bytes = Some(s.peak_rss_kib * 1024);
+        Row {
+            name,
+            median,
+            min,
+            max,
+            ratio,
+            enters_per_op,
+            peak_rss_bytes,
+            extra,
+        }
+    }
+}
+
 /// `extra` as a JSON object whose keys keep their order.
 fn as_map<S: Serializer>(pairs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
@@ -258,8 +264,7 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record of the table titled `title`, keyed by the title up to its first `:` (`nop`, `spawn (serial)`, `read
-    /// (page cache)`).
+    /// A record of the table titled `title`, keyed by the title up to its first `:`.
     pub fn new(
         title: &str,
         metric: impl Into<String>,
@@ -276,17 +281,14 @@ impl Record {
         }
     }
 
-    /// How many times better `row` is than the table's first row of the family `prefix` (`raw`, `tokio`: see
-    /// [`in_family`]): the quotient of the two rows' ratios to the baseline, so it holds for rates and for times
-    /// alike.
+    /// How many times better `row` is than the table's first row of the family `prefix`.
     pub fn vs(&self, row: &Row, prefix: &str) -> Option<f64> {
         let other = self.rows.iter().find(|r| in_family(&r.name, prefix))?;
         Some(row.ratio? / other.ratio?).filter(|q| q.is_finite())
     }
 }
 
-/// Aligns `rows` (the first is the header) in columns, the first left-aligned and the others right-aligned, each line
-/// indented by `indent` spaces.
+/// Aligns `rows` (the first is the header) in columns, the first left-aligned and the others right-aligned.
 pub fn render_grid(rows: &[Vec<String>], indent: usize) -> String {
     let ncol = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width = |c: usize| {
@@ -334,8 +336,7 @@ pub fn format_per_op(v: f64) -> String {
     }
 }
 
-/// Whether a row named `name` belongs to `family` ("raw", "tokio"): the name is the family or starts with it and a
-/// space ("raw ring", "tokio current-thread"), so a peer such as "tokio-uring" is not taken for tokio.
+/// Whether a row named `name` belongs to `family` ("raw", "tokio").
 pub fn in_family(name: &str, family: &str) -> bool {
     name.strip_prefix(family)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
@@ -358,8 +359,7 @@ mod tests {
         s
     }
 
-    /// A row's figures reach `--json` in order, `ratio_vs_tokio` and the series' own extras included; a paired
-    /// ratio cancels a drift between rounds (the machine halves its speed after round 1; each pair stays at 0.8x).
+    /// A row's figures reach `--json` in order, `ratio_vs_tokio` and the series' own extras included.
     #[test]
     fn json_rows_and_paired_ratios() {
         let paired = paired_ratio(

@@ -1,11 +1,4 @@
-//! The server threads of the socket benchmarks: the CPUs server and client pin to, a server thread with its own
-//! listener ([`Server`]), and the control block ([`Ctl`]) through which the client marks a measured window.
-//!
-//! A server measures itself from inside its thread (getrusage `RUSAGE_THREAD`, the thread-local `runtime::stats()`).
-//! The client never wakes it for a snapshot: it writes a new phase into [`Ctl`] and the server acts on its next event
-//! (an accept, an echo, a connection's end): `MEASURE(run)` takes the start snapshot and zeroes the count;
-//! `DONE(run)` (echo) or the `target`-th finished connection (accept) takes the end one and sends the [`Report`].
-//! Only the server writes `seen`, `count` and `start`; only the client writes `phase`, `target` and `stop`.
+//! The server threads of the socket benchmarks.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -110,8 +103,7 @@ impl Ctl {
         self.phase.store(run << 2, Relaxed);
     }
 
-    /// Opens the measured window of the current run; the server's `target`-th finished connection closes it
-    /// (`u64::MAX`: only [`Ctl::done`] does).
+    /// Opens the measured window of the current run; the server's `target`-th finished connection closes it.
     pub fn measure(&self, target: u64) {
         self.target.store(target, Relaxed);
         self.phase
@@ -138,8 +130,7 @@ impl Ctl {
         self.stop.load(Relaxed)
     }
 
-    /// An event on the server: `bytes` more echoed (0 for a connection accepted or ended); acts on a phase the client
-    /// changed since the last event.
+    /// An event on the server: `bytes` more echoed (0 for a connection accepted or ended).
     // Hot path: two relaxed loads when nothing changed; no read-modify-write instruction.
     #[inline]
     pub fn tick(&self, bytes: u64, stats: impl Fn() -> Option<runtime::Stats>) {

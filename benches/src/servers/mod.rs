@@ -1,9 +1,4 @@
-//! Every runtime's echo and accept servers: this runtime (its default read path, its previous own-buffer one, on one
-//! core or several), tokio current-thread, the raw ring (`raw.rs`), and monoio, glommio and tokio-uring behind the
-//! `peers` feature (`peers.rs`). A body runs on a thread of `Server::spawn` and ticks the client's [`Ctl`]: 0 on each
-//! accept and at a connection's end, `n` for `n` bytes echoed, `conn_done` when an accept connection has finished.
-//! Echo servers read at most `buf` bytes and write back what came, until the end; accept servers read [`ACCEPT_MSG`]
-//! bytes, write them back and close.
+//! Every runtime's echo and accept servers (the raw ring's in `raw.rs`, the peers' in `peers.rs`).
 
 #[cfg(feature = "peers")]
 mod peers;
@@ -39,9 +34,7 @@ macro_rules! accepts {
 #[cfg(feature = "peers")]
 pub(crate) use accepts;
 
-/// Hands each connection `accepted` yields to `each` until the harness says stop (checked after each accept:
-/// `Server::stop` wakes the server with one connection), ticking `ctl` with `stats` on each; an accept error is
-/// printed under `what` and pauses the loop 10 ms (out of fds, say: no spinning).
+/// Hands each connection `accepted` yields to `each` until the harness says stop.
 pub async fn accept_loop<S, E: Display>(
     ctl: &Ctl,
     what: &str,
@@ -68,8 +61,7 @@ pub async fn accept_loop<S, E: Display>(
     Err(io::Error::other(format!("{what}: the accept stream ended")))
 }
 
-/// `bench echo`'s servers for `msg`-byte messages, each on its own thread pinned to `cpu`, in row order: this runtime,
-/// tokio, the raw ring, this runtime's previous own-buffer path, then the peers (feature `peers`).
+/// `bench echo`'s servers for `msg`-byte messages, each on its own thread pinned to `cpu`, in row order.
 pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>> {
     let rt = || runtime::Builder::new().entries(ENTRIES);
     let mut servers = vec![
@@ -101,8 +93,7 @@ pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>>
         .collect())
 }
 
-/// `bench accept`'s servers, each on its own thread pinned to `cpu`, in row order: this runtime's singleshot
-/// `accept()` and multishot `incoming()`, tokio, then the peers (feature `peers`).
+/// `bench accept`'s servers, each on its own thread pinned to `cpu`, in row order.
 pub fn accept_servers(cpu: usize) -> io::Result<Vec<(&'static str, Server)>> {
     let mut servers = vec![
         (
@@ -122,9 +113,7 @@ pub fn accept_servers(cpu: usize) -> io::Result<Vec<(&'static str, Server)>> {
     Ok(servers)
 }
 
-/// This runtime's echo server, on a runtime from `builder`, `incoming()` and a `spawn_local` task per connection:
-/// [`runtime_conn`] (the default read path), or with `own` the previous default, [`runtime_own_conn`] with a buffer
-/// of `buf` bytes.
+/// This runtime's echo server, on a runtime from `builder`, `incoming()` and a `spawn_local` task per connection.
 pub fn runtime_echo(
     listener: TcpListener,
     ctl: Arc<Ctl>,
@@ -137,8 +126,7 @@ pub fn runtime_echo(
         accept_loop(&ctl, what, runtime::stats, listener.incoming(), |stream| {
             let ctl = ctl.clone();
             let echoed = move |n| ctl.tick(n, runtime::stats);
-            // Spawned as they are: a wrapping `async move` block would hold the stream twice (the block's capture and
-            // the inner future's argument), which `idle-conns` counts.
+            // Spawned as they are: a wrapping `async move` block would hold the stream twice.
             match conn {
                 Conn::Chunks => drop(runtime::spawn_local(runtime_conn(stream, echoed))),
                 Conn::OwnBuffer(buf) => {
@@ -158,18 +146,14 @@ pub enum Conn {
     Chunks,
     /// [`runtime_own_conn`], the previous default, with a buffer of this many bytes.
     OwnBuffer(usize),
-    /// The echo example's loop, counting nothing and keeping no state beyond the stream: the task as small as an
-    /// application's (`bench idle-conns` weighs it; set `TCP_NODELAY` on the listener, which accepted sockets inherit).
+    /// The echo example's loop, counting nothing and keeping no state beyond the stream.
     Untallied,
 }
 
-/// One connection on this runtime's default read path: each chunk received (a buffer of the core's provided-buffer
-/// ring) is written back as it is (`write_chunk`, write-behind), until the end; `echoed` is told the size of each
-/// chunk echoed, and 0 at the end.
+/// One connection on this runtime's default read path: each chunk written back as it is.
 pub async fn runtime_conn(mut stream: TcpStream, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
-    // Hot path: one CQE of the multishot recv and one send per message, the task woken once (the send's completion
-    // wakes nobody; the next write_chunk collects it).
+    // Hot path: one CQE of the multishot recv and one send per message, the task woken once.
     while let Ok(chunk) = stream.read_chunk().await {
         let n = chunk.len() as u64;
         if n == 0 || stream.write_chunk(chunk).await.is_err() {
@@ -192,8 +176,7 @@ async fn untallied_conn(mut stream: TcpStream) -> io::Result<()> {
     }
 }
 
-/// The previous default, for comparison: owned-buffer `read` into one buffer of `buf` bytes per connection (pinned
-/// while the recv waits), then `write_all` of what was read.
+/// The previous default, for comparison: owned-buffer `read` into one buffer of `buf` bytes per connection.
 pub async fn runtime_own_conn(stream: TcpStream, buf: usize, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; buf].into_boxed_slice();
@@ -214,9 +197,7 @@ pub async fn runtime_own_conn(stream: TcpStream, buf: usize, mut echoed: impl Fn
     echoed(0);
 }
 
-/// tokio current-thread's echo server: `accept` and `tokio::spawn`, `read` into the connection's own `buf`-byte
-/// `Vec`, then `write_all`, as a typical tokio echo.
-/// With `tally` off the server counts nothing, its tasks as small as an application's (`bench idle-conns`).
+/// tokio current-thread's echo server.
 pub fn tokio_echo(listener: TcpListener, ctl: Arc<Ctl>, buf: usize, tally: bool) -> io::Result<()> {
     let what = "bench: tokio echo server";
     match tally {
@@ -227,8 +208,7 @@ pub fn tokio_echo(listener: TcpListener, ctl: Arc<Ctl>, buf: usize, tally: bool)
     }
 }
 
-/// One tokio connection: `read` into its own `buf`-byte `Vec`, `write_all` of what came, until the end; `echoed` is
-/// told the size of each message echoed, and 0 at the end.
+/// One tokio connection: `read` into its own `buf`-byte `Vec`, `write_all` of what came, until the end.
 async fn tokio_conn(mut stream: tokio::net::TcpStream, buf: usize, mut echoed: impl FnMut(u64)) {
     let _ = stream.set_nodelay(true);
     let mut buf = vec![0u8; buf];
@@ -338,10 +318,7 @@ impl PerCore {
     }
 }
 
-/// This runtime's echo server on one core per listener, core i pinned to `cpus[i]` (wrapping around) and serving
-/// `listeners[i]` (`SO_REUSEPORT` listeners of one port: the kernel hashes each connection to one), [`runtime_conn`]
-/// counting into `bytes[i]`, until `stops[i]` fires. A core's listener crosses to it as a std socket (`spawn_on(core,
-/// ..)` moves only `Send` values) and is wrapped there.
+/// This runtime's echo server on one core per listener, core i pinned to `cpus[i]`.
 pub fn runtime_echo_cores(
     cpus: Vec<usize>,
     listeners: Vec<TcpListener>,

@@ -1,12 +1,4 @@
-//! Peer io_uring runtimes as extra rows of `bench echo` and `bench accept` (feature `peers`), each written as its own
-//! examples write it, on a `Server::spawn` thread like every server here, its ring this runtime's size:
-//! - monoio: `IoUringDriver`, a `monoio::spawn` task per connection, owned-buffer `read` / `write_all`;
-//! - glommio: a `LocalExecutor` pinned to the server CPU, a detached `spawn_local` task per connection, `AsyncRead` /
-//!   `AsyncWrite` on a borrowed buffer (it needs `RLIMIT_MEMLOCK` >= 512 KiB and the CPU topology in sysfs);
-//! - tokio-uring: its runtime, a `tokio_uring::spawn` task per connection, owned-buffer `read` / `write_all`.
-//!
-//! A peer whose runtime cannot start says why on stderr and loses its row. Their servers live in this process for the
-//! whole benchmark, so every row's peak RSS includes them (glommio's 10 MiB `io_memory` pool is resident).
+//! Peer io_uring runtimes as extra rows of `bench echo` and `bench accept`.
 
 use std::io;
 use std::net::TcpListener;
@@ -20,8 +12,7 @@ use crate::harness::server::{no_stats, Ctl, Server};
 /// How long a peer's server thread may take to build its runtime.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A peer's server body: the listener, the control block, the CPU it is pinned to (for runtimes that pin themselves),
-/// the channel for its runtime's build result, and the message size (`None`: the accept server).
+/// A peer's server body: the listener, the control block, the CPU it is pinned to.
 type Body = fn(TcpListener, Arc<Ctl>, usize, Ready, Option<usize>) -> io::Result<()>;
 
 /// Every peer, in the order of their rows: its name, its servers, and a hint printed with a setup error.

@@ -1,10 +1,4 @@
-//! The raw-ring echo server, the bar for `bench echo` (`harness/raw.rs`'s ring): one multishot `IORING_OP_ACCEPT`,
-//! and per connection one buffer of the message size, one `IORING_OP_RECV` then one `IORING_OP_SEND` of what came
-//! (more only after a short send), `IORING_OP_CLOSE` at the end. Each iteration is one `submit_and_wait(1)`
-//! submitting what the previous batch of CQEs queued: under load one enter serves many round trips.
-//!
-//! Invariant: a connection's slot (and buffer) is freed only after a CQE that leaves no op of it in flight (a recv of
-//! 0 or an error, or a failed send); at shutdown slots with ops in flight are leaked, never freed under the kernel.
+//! The raw-ring echo server, the bar for `bench echo` (`harness/raw.rs`'s ring).
 
 use std::cell::Cell;
 use std::io;
@@ -187,8 +181,6 @@ fn shut_down(conns: Vec<Option<Conn>>) {
     if conns.iter().all(Option::is_none) {
         return;
     }
-    // Every live connection has a recv or a send in flight that writes or reads its buffer: the ring is dropped after
-    // this function, and the kernel may still touch the buffers until it has cancelled those ops, so they are never
-    // freed.
+    // Every live connection has a recv or a send in flight that writes or reads its buffer.
     std::mem::forget(conns);
 }

@@ -1,5 +1,4 @@
-//! The hidden `bench idle-client`: the client child process of `bench idle-conns`, which opens its connections,
-//! checks each echo (or HTTP response), and keeps them open, idle.
+//! The hidden `bench idle-client`.
 
 use std::io::{self, BufRead as _, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
@@ -21,9 +20,7 @@ const HTTP_GET: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 /// The most header bytes the HTTP client accepts in a response.
 const MAX_HEAD: usize = 16 * 1024;
 
-/// `bench idle-client --addr A --conns N [--http]`: opens N/2 connections (see [`open`]), prints `half N/2` and waits
-/// for a line on stdin; opens the rest, prints `idle N`, waits for its stdin to close, resets every connection and
-/// exits 0. Any failure is printed and exits 1.
+/// `bench idle-client --addr A --conns N [--http]`: opens N/2 connections.
 pub fn client_main(args: ClientArgs) -> ExitCode {
     match client(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -61,10 +58,7 @@ fn client(args: ClientArgs) -> io::Result<()> {
     Ok(())
 }
 
-/// Opens connections to `addr` until `conns` holds `n`, in batches of [`BATCH`] (connect and send on each, then read
-/// each reply), and leaves them open. Echo: 64 bytes, the first 8 the connection's index, must come back as sent.
-/// HTTP: `GET /` must get a `200` with a `Content-Length` body and nothing more. Every connect, read and write is
-/// bounded by [`IO_TIMEOUT`].
+/// Opens connections to `addr` until `conns` holds `n`, in batches of [`BATCH`].
 fn open(conns: &mut Vec<TcpStream>, addr: SocketAddr, n: usize, http: bool) -> io::Result<()> {
     while conns.len() < n {
         let first = conns.len();

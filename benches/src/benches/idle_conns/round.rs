@@ -1,6 +1,4 @@
-//! One contender of `bench idle-conns` in one round: its server started as a child process, the client child's
-//! connections opened, the server's RSS and CPU read from `/proc`; and the hidden `bench idle-server` that such a
-//! child runs.
+//! One contender of `bench idle-conns` in one round.
 
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
@@ -36,8 +34,7 @@ pub(super) fn this_exe() -> io::Result<PathBuf> {
         .map_err(|e| io::Error::new(e.kind(), format!("finding this executable to re-run: {e}")))
 }
 
-/// `axum` (this runtime, one core) and `axum-tokio` (current-thread), from this binary's directory, where `cargo
-/// build --release -p examples` puts them.
+/// `axum` (this runtime, one core) and `axum-tokio` (current-thread), from this binary's directory.
 pub(super) fn http_contenders() -> io::Result<Vec<Contender>> {
     let exe = this_exe()?;
     let dir = exe
@@ -68,8 +65,7 @@ pub(super) fn http_contenders() -> io::Result<Vec<Contender>> {
     ])
 }
 
-/// One contender, one round: server up, RSS, client connects and idles, CPU over the window, RSS; then the client is
-/// closed and the server killed.
+/// One contender, one round: server up, RSS, client connects and idles, CPU over the window, RSS.
 pub(super) fn measure(
     c: &Contender,
     conns: usize,
@@ -128,8 +124,7 @@ pub(super) fn measure(
     })
 }
 
-/// The first word of `line` that is a socket address, after an `http://` prefix if any: `listening 127.0.0.1:4000`,
-/// `axum: listening on http://127.0.0.1:4000 (HTTP/1.1, h2c)`.
+/// The first word of `line` that is a socket address, after an `http://` prefix if any.
 fn listen_addr(line: &str) -> Option<SocketAddr> {
     line.split_whitespace().find_map(|w| {
         w.trim_start_matches("http://")
@@ -139,9 +134,7 @@ fn listen_addr(line: &str) -> Option<SocketAddr> {
     })
 }
 
-/// A process's CPU time so far, and how often its threads were scheduled in: the sum over the live threads of `pid`
-/// of `/proc/PID/task/TID/schedstat` (ns on CPU, ns waiting, times scheduled in); where that is missing (no
-/// `CONFIG_SCHED_INFO`), utime + stime of `/proc/PID/stat`, in clock ticks, and no count.
+/// A process's CPU time so far, and how often its threads were scheduled in.
 fn proc_cpu(pid: u32) -> io::Result<(Duration, Option<u64>)> {
     let schedstat = || -> io::Result<(Duration, Option<u64>)> {
         let (mut ns, mut switches) = (0u64, 0u64);
@@ -184,8 +177,7 @@ fn stat_cpu(pid: u32) -> io::Result<Duration> {
     Ok(Duration::from_nanos((u + s) * 1_000_000_000 / hz))
 }
 
-/// `bench idle-server --kind K`: serves on 127.0.0.1 (an ephemeral port), prints `listening ADDR`, and exits when its
-/// stdin closes (or when killed).
+/// `bench idle-server --kind K`: serves on 127.0.0.1.
 pub fn server_main(args: ServerArgs) -> ExitCode {
     let kind = args.kind;
     let body = move |l, ctl| {
