@@ -5,7 +5,7 @@
 # `bench idle-conns --http`, which starts each server as a child pinned to CPU 0, measures
 # its VmRSS before and after N keep-alive connections (each one `GET /`, response read, then
 # left open by a client child pinned to CPU 1), and its CPU time while they idle; it prints
-# bytes per connection, idle CPU and the ratio to axum-tokio (see benches/src/idle_conns.rs).
+# bytes per connection, idle CPU and the ratio to axum-tokio (see benches/src/benches/idle_conns.rs).
 #
 # Extra arguments go to the bench: --conns N (default 10,000, clamped to the fd hard limit),
 # --quick (2,000 connections, 1 s idle), --runs R (alternating rounds), --seconds S (the idle
