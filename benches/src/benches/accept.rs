@@ -10,7 +10,7 @@ use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, Contestant, Measure, Plan, Summary};
+use crate::harness::measure::{alternate, tokio_current, Contestant, Measure, Plan, Summary};
 use crate::harness::report::{header, render_grid, Metric, Table};
 use crate::harness::server::{Cpus, Ctl, Report};
 use crate::servers::{self, ACCEPT_MSG as MSG};
@@ -25,9 +25,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let plan = Plan::new(opts, 10_000, 1);
     let servers = servers::accept_servers(cpus.server)?;
     let pin = PinGuard::new(cpus.client)?;
-    let client = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let client = tokio_current()?;
 
     let reports: Vec<RefCell<Vec<Report>>> = servers.iter().map(|_| RefCell::default()).collect();
     let mut contestants: Vec<Contestant<'_>> = (servers.iter().zip(&reports))
@@ -121,14 +119,7 @@ fn one_run(
         return Err(io::Error::other(msg));
     }
     let enters = report.stats.map(|s| s.enters);
-    Ok((
-        Measure {
-            ops: n,
-            elapsed,
-            enters,
-        },
-        report,
-    ))
+    Ok((Measure::new(n, elapsed, enters), report))
 }
 
 /// The load generator: `n` connect-write-read-close cycles, `CONCURRENCY` at a time.
@@ -166,10 +157,7 @@ mod tests {
     /// Every server, the peers' included (one that cannot start says why on stderr).
     #[test]
     fn every_server_reports_every_connection() {
-        let client = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let client = tokio_current().unwrap();
         for (name, srv) in servers::accept_servers(Cpus::pick().server).unwrap() {
             let (m, r) = one_run(&client, srv.addr, &srv.ctl, 100).expect(name);
             assert_eq!((m.ops, r.count), (100, 100), "{name}");

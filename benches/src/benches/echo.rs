@@ -18,7 +18,9 @@ use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, median, Contestant, Measure, Plan, Summary};
+use crate::harness::measure::{
+    alternate, median, tokio_current, Contestant, Measure, Plan, Summary,
+};
 use crate::harness::report::{header, render_grid, Metric, Table};
 use crate::harness::server::{Cpus, Server};
 use crate::servers;
@@ -146,20 +148,14 @@ fn measure_rows<S: EchoServer>(
     plan: Plan,
 ) -> io::Result<()> {
     let pin = PinGuard::new(spec.client_cpu)?;
-    let client = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let client = tokio_current()?;
     let extras: Vec<RefCell<Vec<Extra>>> = rows.iter().map(|_| RefCell::default()).collect();
     let mut contestants: Vec<Contestant<'_>> = (rows.iter().zip(&extras))
         .map(|((name, srv), extra)| {
             let client = &client;
             Contestant::new(name.clone(), move |ms| {
                 let (w, server) = one_run(client, srv, cfg, Duration::from_millis(ms))?;
-                let m = Measure {
-                    ops: w.ops,
-                    elapsed: w.elapsed,
-                    enters: server.enters,
-                };
+                let m = Measure::new(w.ops, w.elapsed, server.enters);
                 let (p50, p99) = [0.50, 0.99]
                     .map(|q| Duration::from_nanos(w.hist.value_at_quantile(q)))
                     .into();
@@ -448,10 +444,7 @@ mod tests {
     #[test]
     fn every_server_echoes() {
         const CFG: Config = Config { conns: 4, msg: 512 };
-        let client = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let client = tokio_current().unwrap();
         for (name, srv) in servers::echo_servers(Cpus::pick().server, CFG.msg).unwrap() {
             for _ in 0..2 {
                 let (w, server) =

@@ -181,15 +181,13 @@ impl Drop for CoreServer {
 mod tests {
     use super::*;
     use crate::benches::echo::one_run;
+    use crate::harness::measure::tokio_current;
 
     #[test]
     fn two_core_server_echoes_on_both_cores() {
         let [a, b] = crate::harness::measure::two_cpus();
         let srv = CoreServer::start(vec![a, b]).expect("server");
-        let client = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let client = tokio_current().unwrap();
         let cfg = Config { conns: 4, msg: 512 };
         let (w, server) = one_run(&client, &srv, cfg, Duration::from_millis(50)).expect("run");
         assert!(w.ops > 0);

@@ -83,11 +83,11 @@ impl Job {
             return Err(io::Error::other(msg));
         }
         // ops / elapsed == iops exactly, and ops is what fio counted.
-        Ok(Measure {
-            ops: total,
-            elapsed: Duration::from_secs_f64(total as f64 / iops),
-            enters: None,
-        })
+        Ok(Measure::new(
+            total,
+            Duration::from_secs_f64(total as f64 / iops),
+            None,
+        ))
     }
 }
 

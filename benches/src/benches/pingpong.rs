@@ -94,21 +94,41 @@ impl Counters {
     }
 }
 
+/// The ponger's loop: each value `$recv` yields (as `$v`) goes back through `$send`, until either side is closed.
+macro_rules! pong {
+    ($v:ident = $recv:expr, $send:expr) => {
+        // Hot path: one receive and one send per round trip.
+        while let Some($v) = $recv {
+            if $send.is_err() {
+                break;
+            }
+        }
+    };
+}
+
+/// The pinger's loop: each `$i` of `$range` goes out through `$send` (`?` on its error, made an `io::Error`) and must come back plus one.
+macro_rules! ping {
+    ($i:ident in $range:expr, $send:expr, $recv:expr) => {
+        // Hot path: one send and one receive per round trip.
+        for $i in $range {
+            $send.map_err(io::Error::other)?;
+            if $recv != Some($i + 1) {
+                return Err(io::Error::other("the ponger answered the wrong count"));
+            }
+        }
+    };
+}
+pub(crate) use {ping, pong};
+
 /// `$n` timed round trips between the `block_on` future of `$rt`.
 macro_rules! cross_runtime {
     ($rt:expr, $n:expr, $chan:expr, $send:ident, $recv:ident) => {{
         #[allow(unused_mut)]
         let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($chan, $chan);
         $rt.block_on(async move {
-            let wrong = || io::Error::other("the ponger answered the wrong count");
             let pong = runtime::spawn_on(1, async move {
                 let before = runtime::stats().expect("on core 1");
-                // Hot path: one receive and one send per round trip.
-                while let Some(v) = from_a.$recv().await {
-                    if to_a.$send(v + 1).await.is_err() {
-                        break;
-                    }
-                }
+                pong!(v = from_a.$recv().await, to_a.$send(v + 1).await);
                 runtime::stats().expect("on core 1") - before
             });
             // One untimed round trip: the ponger is running on core 1 before the clock starts.
@@ -116,23 +136,13 @@ macro_rules! cross_runtime {
             from_b.$recv().await;
             let before = runtime::stats().expect("on core 0");
             let start = std::time::Instant::now();
-            // Hot path: one send and one receive per round trip.
-            for i in 1..=$n {
-                to_b.$send(i).await.map_err(io::Error::other)?;
-                if from_b.$recv().await != Some(i + 1) {
-                    return Err(wrong());
-                }
-            }
+            ping!(i in 1..=$n, to_b.$send(i).await, from_b.$recv().await);
             let elapsed = start.elapsed();
             let core0 = runtime::stats().expect("on core 0") - before;
             drop(to_b);
             let core1 = pong.await.map_err(io::Error::other)?;
             Ok((
-                Measure {
-                    ops: $n,
-                    elapsed,
-                    enters: Some(core0.enters),
-                },
+                Measure::new($n, elapsed, Some(core0.enters)),
                 core0,
                 core1,
             ))
@@ -146,32 +156,18 @@ pub fn tokio_pingpong(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measur
     let ((to_b, mut from_a), (to_a, mut from_b)) =
         (tokio::sync::mpsc::channel(1), tokio::sync::mpsc::channel(1));
     rt.block_on(async move {
-        let pong = tokio::spawn(async move {
-            while let Some(v) = from_a.recv().await {
-                if to_a.send(v + 1).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let pong =
+            tokio::spawn(async move { pong!(v = from_a.recv().await, to_a.send(v + 1).await) });
         let ping = tokio::spawn(async move {
             to_b.send(0).await.map_err(io::Error::other)?;
             from_b.recv().await;
             let start = Instant::now();
-            for i in 1..=n {
-                to_b.send(i).await.map_err(io::Error::other)?;
-                if from_b.recv().await != Some(i + 1) {
-                    return Err(io::Error::other("the ponger answered the wrong count"));
-                }
-            }
+            ping!(i in 1..=n, to_b.send(i).await, from_b.recv().await);
             Ok(start.elapsed())
         });
         let elapsed = ping.await.map_err(io::Error::other)??;
         pong.await.map_err(io::Error::other)?;
-        Ok(Measure {
-            ops: n,
-            elapsed,
-            enters: None,
-        })
+        Ok(Measure::new(n, elapsed, None))
     })
 }
 
@@ -189,12 +185,7 @@ impl StdPair {
             .name("pingpong-std".to_string())
             .spawn(move || {
                 sysutil::pin_to(cpu)?;
-                // Hot path: one blocking receive and one send per round trip.
-                while let Ok(v) = from_a.recv() {
-                    if to_a.send(v + 1).is_err() {
-                        break;
-                    }
-                }
+                pong!(v = from_a.recv().ok(), to_a.send(v + 1));
                 Ok(())
             })?;
         Ok(StdPair {
@@ -207,12 +198,8 @@ impl StdPair {
     fn run(&self, n: u64) -> io::Result<Measure> {
         let gone = || io::Error::other("the std ponger thread is gone");
         let start = Instant::now();
-        for i in 0..n {
-            self.to_b.send(i).map_err(|_| gone())?;
-            if self.from_b.recv().map_err(|_| gone())? != i + 1 {
-                return Err(io::Error::other("the ponger answered the wrong count"));
-            }
-        }
+        let (to, from) = (&self.to_b, &self.from_b);
+        ping!(i in 0..n, to.send(i).map_err(|_| gone()), Some(from.recv().map_err(|_| gone())?));
         Ok(Measure::since(n, start))
     }
 

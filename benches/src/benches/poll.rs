@@ -163,11 +163,7 @@ fn raw_polls(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Measure
         pipes.drain()?;
         done += PIPES as u64;
     }
-    Ok(Measure {
-        ops: done,
-        elapsed: start.elapsed(),
-        enters: Some(enters),
-    })
+    Ok(Measure::new(done, start.elapsed(), Some(enters)))
 }
 
 fn runtime_polls(
@@ -267,11 +263,7 @@ fn raw_multishot(raw: &mut RawRing, pipes: &Pipes, count: u64) -> io::Result<Mea
         ring.submit_and_wait(1)?;
         left -= ring.completion().count().min(left);
     }
-    Ok(Measure {
-        ops: done,
-        elapsed,
-        enters: Some(enters),
-    })
+    Ok(Measure::new(done, elapsed, Some(enters)))
 }
 
 /// As `runtime_polls`, with one `runtime::ext::raw::poll_multi` stream per pipe for the whole run.

@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 use super::fio;
 use crate::harness::cli::Opts;
 use crate::harness::measure::{
-    alternate, in_flight, median, timed, Contestant, Measure, Plan, Tally,
+    alternate, in_flight, median, timed, tokio_current, Contestant, Measure, Plan, Tally,
 };
 use crate::harness::output::record;
 use crate::harness::report::{
@@ -44,9 +44,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         .unwrap_or_else(std::env::temp_dir);
     let file = TestFile::create(&dir, size)?;
     let rt = runtime::Builder::new().entries(256).build()?;
-    let trt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let trt = tokio_current()?;
     one_variant(false, &file, &rt, &trt, plan)?;
     println!();
     // Opening with O_DIRECT fails with EINVAL on filesystems without direct I/O.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures::{SinkExt, StreamExt};
 use runtime::sync::local;
 
-use super::pingpong::{cross_runtime, one_cpu_note, tokio_pingpong};
+use super::pingpong::{cross_runtime, one_cpu_note, ping, pong, tokio_pingpong};
 use crate::harness::cli::Opts;
 use crate::harness::measure::{alternate, runtime_on, tokio_on, two_cpus};
 use crate::harness::measure::{Contestant, Measure, Plan};
@@ -133,18 +133,9 @@ macro_rules! one_core {
             let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($chan($one), $chan($one));
             timed(rt, n, async move {
                 let pong = runtime::spawn_local(async move {
-                    while let Some(v) = from_a.$recv().await {
-                        if to_a.$send(v + 1).await.is_err() {
-                            break;
-                        }
-                    }
+                    pong!(v = from_a.$recv().await, to_a.$send(v + 1).await)
                 });
-                for i in 0..n {
-                    to_b.$send(i).await.map_err(io::Error::other)?;
-                    if from_b.$recv().await != Some(i + 1) {
-                        return Err(wrong());
-                    }
-                }
+                ping!(i in 0..n, to_b.$send(i).await, from_b.$recv().await);
                 drop(to_b);
                 pong.await.map_err(io::Error::other)
             })

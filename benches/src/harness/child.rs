@@ -19,7 +19,7 @@ pub struct ChildProc {
 
 impl ChildProc {
     /// Starts `cmd` pinned to `cpu`, stdin and stdout piped, stderr inherited.
-    pub fn spawn(what: &str, mut cmd: Command, cpu: usize) -> io::Result<ChildProc> {
+    pub fn spawn(what: &str, cmd: &mut Command, cpu: usize) -> io::Result<ChildProc> {
         if cpu >= libc::CPU_SETSIZE as usize {
             let msg = format!("cannot pin {what} to CPU {cpu}: past CPU_SETSIZE");
             return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));

@@ -23,13 +23,18 @@ pub struct Measure {
 }
 
 impl Measure {
-    /// `ops` operations timed from `start` to now, enters not counted.
-    pub fn since(ops: u64, start: Instant) -> Measure {
+    /// `ops` operations in `elapsed`, with `enters` `io_uring_enter` calls where counted.
+    pub fn new(ops: u64, elapsed: Duration, enters: Option<u64>) -> Measure {
         Measure {
             ops,
-            elapsed: start.elapsed(),
-            enters: None,
+            elapsed,
+            enters,
         }
+    }
+
+    /// `ops` operations timed from `start` to now, enters not counted.
+    pub fn since(ops: u64, start: Instant) -> Measure {
+        Measure::new(ops, start.elapsed(), None)
     }
 
     /// Operations per second.
@@ -229,11 +234,7 @@ pub async fn timed(
     let elapsed = start.elapsed();
     let delta = runtime::stats().expect("inside the runtime") - before;
     tally.add(ops, delta);
-    Ok(Measure {
-        ops,
-        elapsed,
-        enters: Some(delta.enters),
-    })
+    Ok(Measure::new(ops, elapsed, Some(delta.enters)))
 }
 
 /// Keeps the futures of `slots` in flight, each in its own box.
@@ -277,6 +278,13 @@ pub fn runtime_on(cpus: [usize; 2]) -> io::Result<(PinGuard, runtime::Runtime)> 
     let keep = PinGuard::keep()?;
     pin_to(cpus[0])?;
     Ok((keep, runtime::Builder::new().cores(2).cpus(cpus).build()?))
+}
+
+/// A tokio current-thread runtime with its I/O and time drivers.
+pub fn tokio_current() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }
 
 /// tokio's multi-thread runtime with two workers, worker i pinned to `cpus[i]` (tokio starts its workers one by one).

@@ -83,11 +83,7 @@ impl RawRing {
             drain_exact(&mut self.ring, n)?;
             done += n as u64;
         }
-        Ok(Measure {
-            ops: done,
-            elapsed: start.elapsed(),
-            enters: Some(enters),
-        })
+        Ok(Measure::new(done, start.elapsed(), Some(enters)))
     }
 }
 

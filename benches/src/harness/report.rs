@@ -350,11 +350,7 @@ mod tests {
 
     fn series(name: &str, secs: &[f64]) -> Series {
         let mut s = Series::new(name);
-        let run = |&s: &f64| Measure {
-            ops: 1000,
-            elapsed: Duration::from_secs_f64(s),
-            enters: None,
-        };
+        let run = |&s: &f64| Measure::new(1000, Duration::from_secs_f64(s), None);
         s.runs = secs.iter().map(run).collect();
         s
     }

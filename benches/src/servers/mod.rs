@@ -18,6 +18,7 @@ use futures::{Stream, StreamExt as _};
 use runtime::buf::IoBuf as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+use crate::harness::measure::tokio_current;
 use crate::harness::server::{no_stats, Ctl, Server};
 
 /// Ring size of every io_uring server here (this runtime's, the peers').
@@ -31,8 +32,69 @@ macro_rules! accepts {
         futures::stream::unfold($listener, |l| async move { Some((l.accept().await, l)) })
     };
 }
+
+/// One connection's echo loop over a `$size`-byte buffer it lends to each `read` (tokio's or futures' traits).
+macro_rules! echo_borrowed {
+    ($stream:ident, $size:expr, $echoed:expr) => {{
+        #[allow(unused_mut)]
+        let mut echoed = $echoed;
+        let _ = $stream.set_nodelay(true);
+        let mut buf = vec![0u8; $size];
+        // Hot path: one recv and (unless the socket takes a short write) one send per message.
+        loop {
+            let n = match $stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if $stream.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+            echoed(n as u64);
+        }
+        echoed(0);
+    }};
+}
+
+/// One connection's echo loop over an owned buffer `$buf` that travels to the kernel and back on every call.
+macro_rules! echo_owned {
+    ($stream:ident.$read:ident, $write_all:ident, $buf:expr, $echoed:expr) => {{
+        #[allow(unused_mut)]
+        let mut echoed = $echoed;
+        let _ = $stream.set_nodelay(true);
+        let mut buf = $buf;
+        // Hot path: one recv and (unless the socket takes a short write) one send per message.
+        loop {
+            let (res, b) = $stream.$read(buf).await;
+            let n = match res {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let (res, slice) = $stream.$write_all(b.slice(..n)).await;
+            buf = slice.into_inner();
+            if res.is_err() {
+                break;
+            }
+            echoed(n as u64);
+        }
+        echoed(0);
+    }};
+}
+
 #[cfg(feature = "peers")]
-pub(crate) use accepts;
+pub(crate) use {accepts, echo_borrowed, echo_owned};
+
+/// Serves one accept-benchmark connection with `served` (which owns the stream), says what failed, and tells `ctl`.
+pub async fn accept_conn(
+    ctl: &Ctl,
+    who: &str,
+    stats: fn() -> Option<runtime::Stats>,
+    served: impl std::future::Future<Output = io::Result<()>>,
+) {
+    if let Err(e) = served.await {
+        eprintln!("bench accept: {who} connection: {e}");
+    }
+    ctl.conn_done(stats);
+}
 
 /// Hands each connection `accepted` yields to `each` until the harness says stop.
 pub async fn accept_loop<S, E: Display>(
@@ -86,7 +148,7 @@ pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>>
             })?,
         ),
     ];
-    servers.extend(peer_echo_servers(cpu, msg));
+    servers.extend(peer_servers("echo", cpu, Some(msg)));
     Ok(servers
         .into_iter()
         .map(|(name, s)| (name.to_string(), s))
@@ -109,7 +171,7 @@ pub fn accept_servers(cpu: usize) -> io::Result<Vec<(&'static str, Server)>> {
             Server::spawn("accept-tokio", cpu, tokio_accept)?,
         ),
     ];
-    servers.extend(peer_accept_servers(cpu));
+    servers.extend(peer_servers("accept", cpu, None));
     Ok(servers)
 }
 
@@ -177,24 +239,9 @@ async fn untallied_conn(mut stream: TcpStream) -> io::Result<()> {
 }
 
 /// The previous default, for comparison: owned-buffer `read` into one buffer of `buf` bytes per connection.
-pub async fn runtime_own_conn(stream: TcpStream, buf: usize, mut echoed: impl FnMut(u64)) {
-    let _ = stream.set_nodelay(true);
-    let mut buf = vec![0u8; buf].into_boxed_slice();
-    // Hot path: one recv and (unless the socket takes a short write) one send per message.
-    loop {
-        let (res, b) = stream.read_owned(buf).await;
-        let n = match res {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let (res, slice) = stream.write_all_owned(b.slice(..n)).await;
-        buf = slice.into_inner();
-        if res.is_err() {
-            break;
-        }
-        echoed(n as u64);
-    }
-    echoed(0);
+pub async fn runtime_own_conn(stream: TcpStream, buf: usize, echoed: impl FnMut(u64)) {
+    let buf = vec![0u8; buf].into_boxed_slice();
+    echo_owned!(stream.read_owned, write_all_owned, buf, echoed);
 }
 
 /// tokio current-thread's echo server.
@@ -209,20 +256,8 @@ pub fn tokio_echo(listener: TcpListener, ctl: Arc<Ctl>, buf: usize, tally: bool)
 }
 
 /// One tokio connection: `read` into its own `buf`-byte `Vec`, `write_all` of what came, until the end.
-async fn tokio_conn(mut stream: tokio::net::TcpStream, buf: usize, mut echoed: impl FnMut(u64)) {
-    let _ = stream.set_nodelay(true);
-    let mut buf = vec![0u8; buf];
-    loop {
-        let n = match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if stream.write_all(&buf[..n]).await.is_err() {
-            break;
-        }
-        echoed(n as u64);
-    }
-    echoed(0);
+async fn tokio_conn(mut stream: tokio::net::TcpStream, buf: usize, echoed: impl FnMut(u64)) {
+    echo_borrowed!(stream, buf, echoed);
 }
 
 /// This runtime's accept server: a loop of singleshot `accept`, or with `multishot` the `incoming()` stream, and a
@@ -243,19 +278,13 @@ pub fn runtime_accept(listener: TcpListener, ctl: Arc<Ctl>, multishot: bool) -> 
             |s| {
                 let ctl = ctl.clone();
                 runtime::spawn_local(async move {
-                    let (res, buf) = s
-                        .read_exact_owned(vec![0u8; ACCEPT_MSG].into_boxed_slice())
-                        .await;
-                    if let Err(e) = async {
+                    let served = async move {
+                        let buf = vec![0u8; ACCEPT_MSG].into_boxed_slice();
+                        let (res, buf) = s.read_exact_owned(buf).await;
                         res?;
                         s.write_all_owned(buf).await.0
-                    }
-                    .await
-                    {
-                        eprintln!("bench accept: runtime connection: {e}");
-                    }
-                    drop(s);
-                    ctl.conn_done(runtime::stats);
+                    };
+                    accept_conn(&ctl, "runtime", runtime::stats, served).await
                 });
             },
         )
@@ -270,17 +299,12 @@ pub fn tokio_accept(listener: TcpListener, ctl: Arc<Ctl>) -> io::Result<()> {
         ctl,
         "bench accept: tokio server",
         |mut s, ctl| async move {
-            let mut buf = [0u8; ACCEPT_MSG];
-            if let Err(e) = async {
+            let served = async move {
+                let mut buf = [0u8; ACCEPT_MSG];
                 s.read_exact(&mut buf).await?;
                 s.write_all(&buf).await
-            }
-            .await
-            {
-                eprintln!("bench accept: tokio connection: {e}");
-            }
-            drop(s);
-            ctl.conn_done(no_stats);
+            };
+            accept_conn(&ctl, "tokio", no_stats, served).await
         },
     )
 }
@@ -292,9 +316,7 @@ fn tokio_server<F: std::future::Future<Output = ()> + Send + 'static>(
     what: &str,
     conn: impl Fn(tokio::net::TcpStream, Arc<Ctl>) -> F,
 ) -> io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio_current()?;
     rt.block_on(async move {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -376,16 +398,10 @@ async fn serve_core(
 }
 
 #[cfg(feature = "peers")]
-use peers::{accept_servers as peer_accept_servers, echo_servers as peer_echo_servers};
+use peers::servers as peer_servers;
 
 /// No peers without the `peers` feature.
 #[cfg(not(feature = "peers"))]
-fn peer_echo_servers(_cpu: usize, _msg: usize) -> Vec<(&'static str, Server)> {
-    Vec::new()
-}
-
-/// No peers without the `peers` feature.
-#[cfg(not(feature = "peers"))]
-fn peer_accept_servers(_cpu: usize) -> Vec<(&'static str, Server)> {
+fn peer_servers(_bench: &str, _cpu: usize, _msg: Option<usize>) -> Vec<(&'static str, Server)> {
     Vec::new()
 }

@@ -6,7 +6,7 @@ use std::os::fd::{FromRawFd as _, IntoRawFd as _};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use super::{accept_loop, accepts, ACCEPT_MSG, ENTRIES};
+use super::{accept_conn, accept_loop, accepts, echo_borrowed, echo_owned, ACCEPT_MSG, ENTRIES};
 use crate::harness::server::{no_stats, Ctl, Server};
 
 /// How long a peer's server thread may take to build its runtime.
@@ -50,19 +50,11 @@ impl Ready {
     }
 }
 
-/// Starts every peer's echo server for `msg`-byte messages on `cpu`.
-pub fn echo_servers(cpu: usize, msg: usize) -> Vec<(&'static str, Server)> {
+/// Starts every peer's server for `bench` (`Some(msg)`: echo of `msg`-byte messages; `None`: accept) on `cpu`.
+pub fn servers(bench: &str, cpu: usize, msg: Option<usize>) -> Vec<(&'static str, Server)> {
     PEERS
         .iter()
-        .filter_map(|p| spawn("echo", *p, cpu, Some(msg)))
-        .collect()
-}
-
-/// Starts every peer's accept server on `cpu`.
-pub fn accept_servers(cpu: usize) -> Vec<(&'static str, Server)> {
-    PEERS
-        .iter()
-        .filter_map(|p| spawn("accept", *p, cpu, None))
+        .filter_map(|p| spawn(bench, *p, cpu, msg))
         .collect()
 }
 
@@ -107,57 +99,33 @@ fn monoio(
     ready: Ready,
     msg: Option<usize>,
 ) -> io::Result<()> {
+    use monoio::buf::IoBuf as _;
     use monoio::io::{AsyncReadRent, AsyncReadRentExt, AsyncWriteRentExt};
     use monoio::{IoUringDriver, RuntimeBuilder};
-    let rt = RuntimeBuilder::<IoUringDriver>::new()
-        .with_entries(ENTRIES)
-        .build();
-    let mut rt = ready.built(rt)?;
-    rt.block_on(async move {
+    let rt = RuntimeBuilder::<IoUringDriver>::new().with_entries(ENTRIES);
+    ready.built(rt.build())?.block_on(async move {
         let listener = monoio::net::TcpListener::from_std(listener)?;
-        let what = "bench: monoio server";
+        let accepted = accepts!(&listener);
         accept_loop(
             &ctl,
-            what,
+            "bench: monoio server",
             no_stats,
-            accepts!(&listener),
+            accepted,
             |(mut stream, _)| {
                 let ctl = ctl.clone();
                 monoio::spawn(async move {
                     let Some(msg) = msg else {
-                        let (res, buf) = stream
-                            .read_exact(vec![0u8; ACCEPT_MSG].into_boxed_slice())
-                            .await;
-                        if let Err(e) = async {
+                        return accept_conn(&ctl, "monoio", no_stats, async move {
+                            let buf = vec![0u8; ACCEPT_MSG].into_boxed_slice();
+                            let (res, buf) = stream.read_exact(buf).await;
                             res?;
                             stream.write_all(buf).await.0.map(drop)
-                        }
-                        .await
-                        {
-                            eprintln!("bench accept: monoio connection: {e}");
-                        }
-                        drop(stream);
-                        return ctl.conn_done(no_stats);
+                        })
+                        .await;
                     };
-                    let _ = stream.set_nodelay(true);
                     // The buffer travels to the kernel and back on every call.
-                    let mut buf = Vec::with_capacity(msg);
-                    // Hot path: one recv and (unless the socket takes a short write) one send.
-                    loop {
-                        let (res, b) = stream.read(buf).await;
-                        let n = match res {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => n,
-                        };
-                        let (res, mut b) = stream.write_all(b).await;
-                        if res.is_err() {
-                            break;
-                        }
-                        b.clear();
-                        buf = b;
-                        ctl.tick(n as u64, no_stats);
-                    }
-                    ctl.tick(0, no_stats);
+                    let buf = Vec::with_capacity(msg);
+                    echo_owned!(stream.read, write_all, buf, |n| ctl.tick(n, no_stats));
                 });
             },
         )
@@ -176,13 +144,8 @@ fn glommio(
     use futures::{AsyncReadExt, AsyncWriteExt};
     use glommio::{LocalExecutorBuilder, Placement};
     let builder = LocalExecutorBuilder::new(Placement::Fixed(cpu)).name("glommio-server");
-    let ex = ready.built(
-        builder
-            .ring_depth(ENTRIES as usize)
-            .make()
-            .map_err(io::Error::from),
-    )?;
-    ex.run(async move {
+    let ex = builder.ring_depth(ENTRIES as usize).make();
+    ready.built(ex.map_err(io::Error::from))?.run(async move {
         // SAFETY: `into_raw_fd` hands over a bound, listening socket that nothing else owns; wrapped inside the
         // executor, as glommio binds it to the current reactor.
         let listener = unsafe { glommio::net::TcpListener::from_raw_fd(listener.into_raw_fd()) };
@@ -191,32 +154,14 @@ fn glommio(
             let ctl = ctl.clone();
             let task = glommio::spawn_local(async move {
                 let Some(msg) = msg else {
-                    let mut buf = [0u8; ACCEPT_MSG];
-                    if let Err(e) = async {
+                    return accept_conn(&ctl, "glommio", no_stats, async move {
+                        let mut buf = [0u8; ACCEPT_MSG];
                         stream.read_exact(&mut buf).await?;
                         stream.write_all(&buf).await
-                    }
-                    .await
-                    {
-                        eprintln!("bench accept: glommio connection: {e}");
-                    }
-                    drop(stream);
-                    return ctl.conn_done(no_stats);
+                    })
+                    .await;
                 };
-                let _ = stream.set_nodelay(true);
-                let mut buf = vec![0u8; msg];
-                // Hot path: one recv and (unless the socket takes a short write) one send.
-                loop {
-                    let n = match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    if stream.write_all(&buf[..n]).await.is_err() {
-                        break;
-                    }
-                    ctl.tick(n as u64, no_stats);
-                }
-                ctl.tick(0, no_stats);
+                echo_borrowed!(stream, msg, |n| ctl.tick(n, no_stats));
             });
             task.detach();
         })
@@ -233,10 +178,8 @@ fn tokio_uring(
     msg: Option<usize>,
 ) -> io::Result<()> {
     use tokio_uring::buf::BoundedBuf;
-    let rt = ready.built(tokio_uring::Runtime::new(
-        tokio_uring::builder().entries(ENTRIES),
-    ))?;
-    rt.block_on(async move {
+    let rt = tokio_uring::Runtime::new(tokio_uring::builder().entries(ENTRIES));
+    ready.built(rt)?.block_on(async move {
         let listener = tokio_uring::net::TcpListener::from_std(listener);
         let what = "bench: tokio-uring server";
         accept_loop(&ctl, what, no_stats, accepts!(&listener), |(stream, _)| {
@@ -244,8 +187,8 @@ fn tokio_uring(
             tokio_uring::spawn(async move {
                 let Some(msg) = msg else {
                     // tokio-uring has no `read_exact`: read until the message is whole.
-                    let (mut buf, mut got) = (vec![0u8; ACCEPT_MSG], 0);
-                    let res = async {
+                    return accept_conn(&ctl, "tokio-uring", no_stats, async move {
+                        let (mut buf, mut got) = (vec![0u8; ACCEPT_MSG], 0);
                         while got < buf.len() {
                             let (res, slice) = stream.read(buf.slice(got..)).await;
                             buf = slice.into_inner();
@@ -255,31 +198,12 @@ fn tokio_uring(
                             }
                         }
                         stream.write_all(buf).await.0
-                    };
-                    if let Err(e) = res.await {
-                        eprintln!("bench accept: tokio-uring connection: {e}");
-                    }
-                    drop(stream);
-                    return ctl.conn_done(no_stats);
+                    })
+                    .await;
                 };
-                let _ = stream.set_nodelay(true);
                 // The buffer travels to the kernel and back on every call.
-                let mut buf = vec![0u8; msg];
-                // Hot path: one recv and (unless the socket takes a short write) one send.
-                loop {
-                    let (res, b) = stream.read(buf).await;
-                    let n = match res {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    let (res, slice) = stream.write_all(b.slice(..n)).await;
-                    buf = slice.into_inner();
-                    if res.is_err() {
-                        break;
-                    }
-                    ctl.tick(n as u64, no_stats);
-                }
-                ctl.tick(0, no_stats);
+                echo_owned!(stream.read, write_all, vec![0u8; msg], |n| ctl
+                    .tick(n, no_stats));
             });
         })
         .await

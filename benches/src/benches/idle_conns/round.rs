@@ -73,9 +73,8 @@ pub(super) fn measure(
     cpus: Cpus,
     http: bool,
 ) -> io::Result<Sample> {
-    let mut cmd = Command::new(&c.1);
-    cmd.args(&c.2);
-    let mut server = ChildProc::spawn(&format!("server {}", c.0), cmd, cpus.server)?;
+    let what = format!("server {}", c.0);
+    let mut server = ChildProc::spawn(&what, Command::new(&c.1).args(&c.2), cpus.server)?;
     let line = server.line_within(START_TIMEOUT, "its listening line")?;
     let addr = listen_addr(&line).ok_or_else(|| {
         io::Error::other(format!("no address in the server's first line: {line:?}"))
@@ -86,18 +85,14 @@ pub(super) fn measure(
     let rss = |key| sysutil::proc_status_kib(pid, key);
     let rss_before_kib = rss("VmRSS")?;
 
+    let (addr, n) = (addr.to_string(), conns.to_string());
+    let args = ["idle-client", "--addr", &addr, "--conns", &n, "--http"];
     let mut cmd = Command::new(this_exe()?);
-    cmd.args([
-        "idle-client",
-        "--addr",
-        &addr.to_string(),
-        "--conns",
-        &conns.to_string(),
-    ]);
-    if http {
-        cmd.arg("--http");
-    }
-    let mut client = ChildProc::spawn("client", cmd, cpus.client)?;
+    let mut client = ChildProc::spawn(
+        "client",
+        cmd.args(&args[..5 + usize::from(http)]),
+        cpus.client,
+    )?;
     // Generous: connects and echoes take well under 1 ms each, even on a busy machine.
     let ready = Duration::from_secs(30) + Duration::from_millis(3) * conns as u32;
     client.expect(&format!("half {}", conns / 2), ready)?;
