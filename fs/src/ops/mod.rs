@@ -8,7 +8,8 @@
 //! Grouped by the kernel that first has them:
 //! - 5.1: `READV`, `WRITEV`, `FSYNC`
 //! - 5.2: `SYNC_FILE_RANGE`
-//! - 5.6: `OPENAT`, `STATX`, `FALLOCATE`, `READ`, `WRITE` (`CLOSE` is the runtime's)
+//! - 5.6: `OPENAT`, `STATX`, `FALLOCATE` (`READ`, `WRITE` and `CLOSE` are the runtime's
+//!   `ext::raw` ops)
 //! - 5.11: `UNLINKAT`, `RENAMEAT`
 //! - 5.15: `MKDIRAT`, `SYMLINKAT`, `LINKAT`
 //! - 6.9: `FTRUNCATE`
@@ -24,13 +25,11 @@ mod ftruncate;
 mod link;
 mod mkdir;
 mod open;
-mod read;
 mod rename;
 mod statx;
 mod symlink;
 mod sync_range;
 mod unlink;
-mod write;
 
 pub(crate) use fallocate::fallocate;
 pub(crate) use fsync::fsync;
@@ -38,14 +37,15 @@ pub(crate) use ftruncate::ftruncate;
 pub(crate) use link::link;
 pub(crate) use mkdir::mkdir;
 pub(crate) use open::open;
-pub(crate) use read::{read_at, ReadAt};
+// Positional reads and writes are the runtime's raw ops (the same SQE, the same data).
 pub(crate) use rename::rename;
+pub(crate) use runtime::ext::raw::{read as read_at, Read as ReadAt};
 pub(crate) use runtime::ext::raw::{readv_at, writev_at};
+pub(crate) use runtime::ext::raw::{write as write_at, Write as WriteAt};
 pub(crate) use statx::{statx_fd, statx_path, Statx};
 pub(crate) use symlink::symlink;
 pub(crate) use sync_range::sync_range;
 pub(crate) use unlink::unlink;
-pub(crate) use write::{write_at, WriteAt};
 
 /// The data of an op that names one or two paths and gives back only success or an error
 /// (unlink, mkdir, rename, link, symlink).
