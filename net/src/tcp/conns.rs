@@ -5,11 +5,18 @@
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
+use futures::StreamExt;
+
 use runtime::JoinHandle;
 use slab::Slab;
+
+use crate::tcp::server::Signal;
+use crate::tcp::{TcpListener, TcpStream};
 
 /// One core's connections: their tasks (to abort at the deadline), the wakers of those
 /// waiting to hear of a shutdown, and the drain's waker.
@@ -134,4 +141,64 @@ impl Drop for Tracker {
     fn drop(&mut self) {
         self.conns.remove(self.key);
     }
+}
+
+/// One core's accept loop, shared by `serve` and `hyper::serve`: hands every connection of
+/// `listener` to `conn(stream, conns, key)`, spawned and tracked in this core's [`Conns`],
+/// until `signal`; then closes the listener, tells the connections (those that listen,
+/// through [`Conns::closing`]), waits for them up to the signal's deadline and aborts those
+/// left. A `Server` dropped without a shutdown ends the loop and leaves the connections
+/// alone. EMFILE/ENFILE are waited out (the incoming stream backs off); another accept
+/// error ends the loop with that error.
+pub(crate) async fn accept_until<C, F>(
+    listener: TcpListener,
+    mut signal: Signal,
+    conn: C,
+) -> io::Result<()>
+where
+    C: Fn(TcpStream, Tracker) -> F,
+    F: Future<Output = ()> + 'static,
+{
+    let conns = Rc::new(Conns::default());
+    let mut incoming = listener.incoming();
+    let deadline = loop {
+        let next = poll_fn(|cx| {
+            if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
+                return Poll::Ready(Err(deadline));
+            }
+            incoming.poll_next_unpin(cx).map(Ok)
+        })
+        .await;
+        match next {
+            Err(deadline) => break deadline.ok(),
+            Ok(None) => break None,
+            Ok(Some(Ok(stream))) => {
+                let tracked = conns.clone();
+                conns.spawn(|key| {
+                    conn(
+                        stream,
+                        Tracker {
+                            conns: tracked,
+                            key,
+                        },
+                    )
+                });
+            }
+            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
+            Ok(Some(Err(e))) => return Err(e),
+        }
+    };
+    // Stop accepting: the multishot accept is cancelled and the listener closed.
+    drop(incoming);
+    drop(listener);
+    if let Some(deadline) = deadline {
+        conns.close();
+        if runtime::time::timeout_at(deadline, conns.drained())
+            .await
+            .is_err()
+        {
+            conns.abort_all();
+        }
+    }
+    Ok(())
 }

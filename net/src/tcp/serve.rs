@@ -7,19 +7,12 @@
 //! cores share no accept queue, no lock and no task: a connection, its task and its ops
 //! stay on one core and one ring.
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::Poll;
-use std::time::Instant;
-
-use futures::channel::oneshot;
-use futures::StreamExt;
 
 use crate::sys::resolve::{no_addresses, resolve_sync, ToSocketAddrs};
-use crate::tcp::conns::{Conns, Tracker};
+use crate::tcp::conns::accept_until;
 use crate::tcp::server::{Server, Signal};
 use crate::tcp::{ListenOptions, TcpListener, TcpStream};
 
@@ -107,54 +100,19 @@ pub(crate) fn bind_per_core<T: ToSocketAddrs + ?Sized>(
 async fn serve_core<H, F>(
     std_listener: std::net::TcpListener,
     handler: H,
-    mut signal: Signal,
+    signal: Signal,
 ) -> io::Result<()>
 where
     H: Fn(TcpStream) -> F,
     F: Future<Output = ()> + 'static,
 {
     let listener = TcpListener::from_std(std_listener)?;
-    let conns = Rc::new(Conns::default());
-    let mut incoming = listener.incoming();
-    let stopped: Option<Result<Instant, oneshot::Canceled>> = loop {
-        let next = poll_fn(|cx| {
-            if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
-                return Poll::Ready(Err(deadline));
-            }
-            incoming.poll_next_unpin(cx).map(Ok)
-        })
-        .await;
-        match next {
-            Err(deadline) => break Some(deadline),
-            Ok(None) => break None,
-            Ok(Some(Ok(stream))) => {
-                let conn = handler(stream);
-                let tracked = conns.clone();
-                conns.spawn(move |key| async move {
-                    let _tracker = Tracker {
-                        conns: tracked,
-                        key,
-                    };
-                    conn.await;
-                });
-            }
-            // The stream goes on after fd exhaustion (it backs off); other errors it yields
-            // once before ending, and the loop ends with it.
-            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
-            Ok(Some(Err(e))) => return Err(e),
+    accept_until(listener, signal, |stream, tracker| {
+        let conn = handler(stream);
+        async move {
+            let _tracker = tracker;
+            conn.await;
         }
-    };
-    // Stop accepting: the multishot accept is cancelled and the listener closed.
-    drop(incoming);
-    drop(listener);
-    if let Some(Ok(deadline)) = stopped {
-        conns.close();
-        if runtime::time::timeout_at(deadline, conns.drained())
-            .await
-            .is_err()
-        {
-            conns.abort_all();
-        }
-    }
-    Ok(())
+    })
+    .await
 }

@@ -5,13 +5,9 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::rc::Rc;
-use std::task::Poll;
-use std::time::Instant;
 
-use futures::channel::oneshot;
-use futures::stream::StreamExt;
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
@@ -19,7 +15,7 @@ use hyper_util::service::TowerToHyperService;
 
 use super::{BoxError, Builder};
 use crate::hyper::{HyperExecutor, HyperIo, HyperTimer};
-use crate::tcp::conns::{Conns, Tracker};
+use crate::tcp::conns::{accept_until, Tracker};
 use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
 
@@ -29,7 +25,7 @@ pub(super) async fn serve_core<M, S, B>(
     listener: std::net::TcpListener,
     make: M,
     settings: Builder,
-    mut signal: Signal,
+    signal: Signal,
 ) -> io::Result<()>
 where
     M: Fn(usize) -> S,
@@ -48,65 +44,18 @@ where
         configure(&mut http);
     }
     let http = Rc::new(http);
-    let conns = Rc::new(Conns::default());
-    let mut incoming = listener.incoming();
-
-    // Accept until the signal (or an error that ends the stream).
-    let accepted: Option<Result<Instant, oneshot::Canceled>> = loop {
-        let next = poll_fn(|cx| {
-            if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
-                return Poll::Ready(Err(deadline));
-            }
-            incoming.poll_next_unpin(cx).map(Ok)
-        })
-        .await;
-        match next {
-            Err(deadline) => break Some(deadline),
-            Ok(None) => break None,
-            Ok(Some(Ok(stream))) => {
-                let (service, http, tracked) = (service.clone(), http.clone(), conns.clone());
-                #[cfg(feature = "tls")]
-                let tls = settings.tls.clone();
-                conns.spawn(move |key| {
-                    serve_conn(
-                        stream,
-                        service,
-                        http,
-                        Tracker {
-                            conns: tracked,
-                            key,
-                        },
-                        #[cfg(feature = "tls")]
-                        tls,
-                    )
-                });
-            }
-            // The stream backs off after fd exhaustion and goes on.
-            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
-            Ok(Some(Err(e))) => {
-                drop(incoming);
-                return Err(runtime::ext::error_context(e, "accepting HTTP connections"));
-            }
-        }
-    };
-    // Stop accepting: the multishot accept is cancelled and the listener closed.
-    drop(incoming);
-    drop(listener);
-    match accepted {
-        // Dropped without a shutdown: the task is being aborted, or the server handle is
-        // gone; either way connections go on by themselves.
-        Some(Err(oneshot::Canceled)) | None => Ok(()),
-        Some(Ok(deadline)) => {
-            conns.close();
-            if runtime::time::timeout_at(deadline, conns.drained())
-                .await
-                .is_err()
-            {
-                conns.abort_all();
-            }
-            Ok(())
-        }
-    }
+    accept_until(listener, signal, |stream, tracker| {
+        serve_conn(
+            stream,
+            service.clone(),
+            http.clone(),
+            tracker,
+            #[cfg(feature = "tls")]
+            settings.tls.clone(),
+        )
+    })
+    .await
+    .map_err(|e| runtime::ext::error_context(e, "accepting HTTP connections"))
 }
 
 /// Serves one connection: the TLS handshake if there is one, then hyper's `auto`
