@@ -89,8 +89,48 @@ pub struct SharedFd(Rc<Inner>);
 
 #[derive(Debug)]
 enum Inner {
-    Real(OwnedFd),
+    Real(RealFd),
     Fixed(Fixed),
+}
+
+/// A regular fd, closed when dropped. The current core's driver hears of it first
+/// ([`Driver::release_fd`](crate::driver::Driver)): the readiness backend keeps what it
+/// knows of an fd number (registered with epoll, non-blocking) until then, and the number
+/// may name another file after the close.
+#[derive(Debug)]
+struct RealFd(Option<OwnedFd>);
+
+impl RealFd {
+    fn get(&self) -> BorrowedFd<'_> {
+        match &self.0 {
+            Some(fd) => fd.as_fd(),
+            // Only `into_inner`, which consumes `self`, takes the fd.
+            // SAFETY: -1 is never an open fd; any call given it fails with `EBADF`.
+            None => unsafe { BorrowedFd::borrow_raw(-1) },
+        }
+    }
+
+    /// The fd, released from the driver's knowledge: its owner takes it out of the
+    /// runtime.
+    fn into_inner(mut self) -> Option<OwnedFd> {
+        let fd = self.0.take()?;
+        release(fd.as_raw_fd());
+        Some(fd)
+    }
+}
+
+impl Drop for RealFd {
+    fn drop(&mut self) {
+        if let Some(fd) = self.0.take() {
+            release(fd.as_raw_fd());
+        }
+    }
+}
+
+/// Tells the current core's driver that `fd` leaves it (see [`RealFd`]). A driver in use
+/// (never expected: op data is dropped outside its borrow) or no runtime: nothing to tell.
+fn release(fd: RawFd) {
+    let _ = context::try_with_driver(|d| d.release_fd(fd));
 }
 
 /// A direct descriptor and the regular fd installed for it, if any.
@@ -179,7 +219,7 @@ fn driver_busy() -> io::Error {
 impl SharedFd {
     /// Takes ownership of the regular fd `fd`.
     pub fn new(fd: OwnedFd) -> SharedFd {
-        SharedFd(Rc::new(Inner::Real(fd)))
+        SharedFd(Rc::new(Inner::Real(RealFd(Some(fd)))))
     }
 
     /// Takes ownership of direct descriptor `index` of the current core's ring (see the
@@ -205,7 +245,7 @@ impl SharedFd {
     #[inline]
     pub fn target(&self) -> FdTarget {
         match &*self.0 {
-            Inner::Real(fd) => FdTarget::Fd(fd.as_raw_fd()),
+            Inner::Real(fd) => FdTarget::Fd(fd.get().as_raw_fd()),
             Inner::Fixed(f) if f.on_core() => FdTarget::Fixed(f.index),
             Inner::Fixed(_) => FdTarget::Fd(-1),
         }
@@ -234,7 +274,7 @@ impl SharedFd {
     /// core, the kernel lacks `FIXED_FD_INSTALL`, the process is out of fds).
     pub fn try_as_fd(&self) -> io::Result<BorrowedFd<'_>> {
         match &*self.0 {
-            Inner::Real(fd) => Ok(fd.as_fd()),
+            Inner::Real(fd) => Ok(fd.get()),
             Inner::Fixed(f) => f.installed().map(AsFd::as_fd),
         }
     }
@@ -257,7 +297,9 @@ impl SharedFd {
     /// that fails), and the index is closed: the fd alone holds the file then.
     pub fn try_unwrap(self) -> Result<OwnedFd, SharedFd> {
         match Rc::try_unwrap(self.0) {
-            Ok(Inner::Real(fd)) => Ok(fd),
+            Ok(Inner::Real(fd)) => fd
+                .into_inner()
+                .ok_or_else(|| SharedFd(Rc::new(Inner::Real(RealFd(None))))),
             Ok(Inner::Fixed(mut f)) => match f.installed.take().map_or_else(|| f.install(), Ok) {
                 Ok(fd) => Ok(fd),
                 Err(_) => Err(SharedFd(Rc::new(Inner::Fixed(f)))),
@@ -273,7 +315,9 @@ impl SharedFd {
     /// error saying so (and, this being the last clone, the file is closed).
     pub fn into_owned(self) -> io::Result<OwnedFd> {
         match Rc::try_unwrap(self.0) {
-            Ok(Inner::Real(fd)) => Ok(fd),
+            Ok(Inner::Real(fd)) => fd
+                .into_inner()
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF)),
             Ok(Inner::Fixed(mut f)) => f.installed.take().map_or_else(|| f.install(), Ok),
             Err(rc) => SharedFd(rc).try_as_fd()?.try_clone_to_owned(),
         }

@@ -54,7 +54,7 @@ pub mod sync;
 pub mod time;
 
 pub use builder::Builder;
-pub use driver::{Features, RingFlags};
+pub use driver::{Backend, Features, RingFlags};
 pub use executor::{
     cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
     JoinError, JoinHandle,

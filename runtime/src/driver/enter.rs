@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::sq::{IORING_SQ_CQ_OVERFLOW, IORING_SQ_TASKRUN};
 use io_uring::squeue;
 
-use super::{Driver, BATCH_WAIT_US, IORING_ENTER_GETEVENTS, SYNC_TOKEN};
+use super::{Driver, Kernel, BATCH_WAIT_US, IORING_ENTER_GETEVENTS, SYNC_TOKEN};
 
 /// `io_uring_enter(2)`'s flag: the last argument is a `struct io_uring_getevents_arg`.
 const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
@@ -155,15 +155,27 @@ fn enter_error_kind(errno: Option<i32>) -> EnterError {
 
 impl Driver {
     /// `io_uring_enter(2)` on this ring: through its registered index where it has one,
-    /// else its fd; with `arg`, as an extended wait (`IORING_ENTER_EXT_ARG`).
+    /// else its fd; with `arg`, as an extended wait (`IORING_ENTER_EXT_ARG`). On the
+    /// readiness backend, that backend's [`enter`](super::readiness::Readiness::enter),
+    /// which takes every queued SQE.
     #[inline]
     fn enter(
-        &self,
+        &mut self,
         to_submit: u32,
         min_complete: u32,
         flags: u32,
         arg: Option<&GetEventsArg>,
     ) -> io::Result<u32> {
+        if let Kernel::Readiness(rd) = &mut self.kernel {
+            let timeout = arg.and_then(|a| {
+                // SAFETY: `ts` is 0 or points at the `KernelTimespec` the caller keeps alive
+                // across this call (as for the kernel).
+                let ts = unsafe { (a.ts as *const KernelTimespec).as_ref() }?;
+                Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+            });
+            let getevents = flags & IORING_ENTER_GETEVENTS != 0;
+            return rd.enter(&mut self.sq, min_complete, getevents, timeout);
+        }
         let (argp, argsz, flags) = match arg {
             Some(a) => (
                 a as *const GetEventsArg as *const libc::c_void,
@@ -257,7 +269,12 @@ impl Driver {
         if !wait || timeout == Some(Duration::ZERO) {
             self.batch_hint = 0;
             let pending = self.sq.len();
-            if pending == 0 && self.sq.flags() & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) == 0 {
+            // The readiness backend learns of readiness only from epoll: it looks on every
+            // park, as the kernel's ring posts completions on its own.
+            if pending == 0
+                && self.sq.flags() & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) == 0
+                && !self.is_readiness()
+            {
                 return;
             }
             self.enter_getevents(pending);

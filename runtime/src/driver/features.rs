@@ -10,7 +10,7 @@ use std::fmt;
 
 use io_uring::{opcode, IoUring, Probe};
 
-use super::RingFlags;
+use super::{Backend, RingFlags};
 
 /// One bit per feature, in [`Features::asked`] and [`RingConfig::asked`].
 pub(crate) mod bit {
@@ -61,6 +61,10 @@ pub(crate) struct RingConfig {
     /// Slots of the direct-descriptor table; `None`: the default (see
     /// [`Features::fixed_files`]).
     pub(crate) fixed_files: Option<u32>,
+    /// The backend asked for.
+    pub(crate) backend: Backend,
+    /// Who asked for it, when not `Auto` (the builder or `RUNTIME_BACKEND`).
+    pub(crate) backend_why: &'static str,
 }
 
 impl RingConfig {
@@ -72,6 +76,8 @@ impl RingConfig {
             recv_ring_entries: DEFAULT_RECV_RING_ENTRIES,
             recv_ring_buf_len: DEFAULT_RECV_RING_BUF_LEN,
             fixed_files: None,
+            backend: Backend::Auto,
+            backend_why: "",
         }
     }
 
@@ -87,10 +93,17 @@ impl RingConfig {
 /// A feature is `true` when the [`Builder`](crate::Builder) asked for it (every one is asked
 /// for by default) and this kernel has it. Its `Display` names what was granted and, for
 /// each feature that is off, whether the builder switched it off or the kernel lacked it:
-/// `granted: registered_ring_fd|no_sqarray; off: min_timeout (builder), recv_bundle
-/// (kernel); recv buffers 1024x16384`.
+/// `backend: io_uring (...); granted: registered_ring_fd|no_sqarray; off: min_timeout
+/// (builder), recv_bundle (kernel); recv buffers 1024x16384`. On the readiness backend
+/// every feature is off, for that reason: `off: registered_ring_fd (epoll backend), ...`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Features {
+    /// The backend this core runs: [`Backend::IoUring`] or [`Backend::Epoll`] (never
+    /// `Auto`). On epoll every io_uring feature below is off.
+    pub backend: Backend,
+    /// Why this backend runs: the default, who forced it (the builder or
+    /// `RUNTIME_BACKEND`), or why io_uring was refused.
+    pub backend_reason: &'static str,
     /// The ring's own fd is registered (`IORING_REGISTER_RING_FDS`, Linux 5.18) and every
     /// `io_uring_enter(2)` of the driver passes its index with
     /// `IORING_ENTER_REGISTERED_RING`, saving the kernel an fd lookup per enter. Builder
@@ -163,6 +176,11 @@ impl Features {
         let granted = granted & config.asked;
         let on = |b: u16| granted & b != 0;
         Features {
+            backend: Backend::IoUring,
+            backend_reason: match config.backend {
+                Backend::IoUring => config.backend_why,
+                _ => "the default, io_uring is allowed here",
+            },
             registered_ring_fd: on(bit::REGISTERED_RING_FD),
             no_sqarray: on(bit::NO_SQARRAY),
             min_timeout: on(bit::MIN_TIMEOUT),
@@ -176,6 +194,16 @@ impl Features {
             recv_ring_buf_len: config.recv_ring_buf_len,
             fixed_files: 0,
             asked: config.asked,
+        }
+    }
+
+    /// The features of the readiness backend, chosen because of `why`: every io_uring
+    /// feature off.
+    pub(crate) fn readiness(config: &RingConfig, why: &'static str) -> Features {
+        Features {
+            backend: Backend::Epoll,
+            backend_reason: why,
+            ..Features::new(config, 0)
         }
     }
 
@@ -214,12 +242,18 @@ impl Features {
 impl fmt::Display for Features {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let all = self.each();
-        f.write_str("granted: ")?;
+        write!(
+            f,
+            "backend: {} ({}); granted: ",
+            self.backend, self.backend_reason
+        )?;
         let granted = all.iter().filter(|(_, _, on)| *on).map(|(name, _, _)| name);
         write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
         let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
-            let why = if self.asked & b != 0 {
+            let why = if self.backend == Backend::Epoll {
+                "epoll backend"
+            } else if self.asked & b != 0 {
                 "kernel"
             } else {
                 "builder"
@@ -431,7 +465,8 @@ mod tests {
         let f = Features::new(&config, bit::ALL);
         assert_eq!(
             f.to_string(),
-            "granted: registered_ring_fd|no_sqarray|min_timeout|buf_ring|recv_multishot|\
+            "backend: io_uring (the default, io_uring is allowed here); \
+             granted: registered_ring_fd|no_sqarray|min_timeout|buf_ring|recv_multishot|\
              recv_bundle|direct_descriptors|fixed_fd_install|recv_incremental; off: (none); \
              recv buffers 1024x16384"
         );
@@ -440,13 +475,21 @@ mod tests {
         assert!(!f.min_timeout && !f.recv_bundle && !f.fixed_fd_install);
         assert_eq!(
             f.to_string(),
-            "granted: registered_ring_fd|no_sqarray|buf_ring|recv_multishot|\
+            "backend: io_uring (the default, io_uring is allowed here); \
+             granted: registered_ring_fd|no_sqarray|buf_ring|recv_multishot|\
              direct_descriptors|recv_incremental; off: min_timeout (builder), recv_bundle \
              (builder), fixed_fd_install (kernel); recv buffers 1024x16384"
         );
         let f = Features::new(&config, 0);
         assert!(f
             .to_string()
-            .starts_with("granted: (none); off: registered_ring_fd (kernel)"));
+            .contains("; granted: (none); off: registered_ring_fd (kernel)"));
+        // The readiness backend: everything off because of it, and why it runs.
+        let f = Features::readiness(&config, "forced by a test");
+        assert_eq!(f.backend, Backend::Epoll);
+        assert!(!f.buf_ring && !f.recv_multishot && !f.direct_descriptors);
+        let s = f.to_string();
+        assert!(s.starts_with("backend: epoll (forced by a test); granted: (none); off: registered_ring_fd (epoll backend), "), "{s}");
+        assert!(s.contains("min_timeout (epoll backend)"), "{s}");
     }
 }

@@ -17,10 +17,12 @@
 //! submission of everything queued before it (SQEs go in order, `SUBMIT_ALL`), so the
 //! kernel has run the cancel (inline, at submission) before the key can name another op.
 
+mod backend;
 mod enter;
 pub(crate) mod features;
 mod fixed;
 pub(crate) mod op;
+pub(crate) mod readiness;
 mod setup;
 mod shutdown;
 mod slots;
@@ -31,10 +33,12 @@ use std::os::fd::RawFd;
 use std::task::Waker;
 use std::time::Instant;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, squeue, types};
 
 use crate::context;
 
+pub use backend::Backend;
+pub(crate) use backend::Kernel;
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
 use op::{complete_op, AfterReap, Lifecycle};
@@ -90,7 +94,8 @@ pub(crate) struct DriverCounters {
 
 /// One core's ring and op slots.
 pub(crate) struct Driver {
-    ring: IoUring,
+    /// The kernel's ring, or the readiness backend playing its part.
+    kernel: Kernel,
     /// The ring's SQ, written in place (every push goes through it).
     sq: sq::Sq,
     ops: Slots<Lifecycle>,
@@ -135,14 +140,16 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// Sets up the ring (best flags and features this kernel grants of those `config` asks
-    /// for) and arms the wake read. Must be called on the thread that will drive the ring.
-    pub(crate) fn new(config: &RingConfig, wake_fd: RawFd) -> io::Result<Driver> {
+    /// Sets up an io_uring (best flags and features this kernel grants of those `config`
+    /// asks for) and arms the wake read. Must be called on the thread that will drive the
+    /// ring. See [`Driver::new`] for the choice of backend.
+    fn new_uring(config: &RingConfig, wake_fd: RawFd) -> io::Result<Driver> {
         use std::os::fd::AsRawFd;
         let (ring, flags) = setup::build_ring(config.flags)?;
         let sq = sq::Sq::new(&ring)?;
         let mut probe = io_uring::Probe::new();
         let probed = ring.submitter().register_probe(&mut probe).is_ok();
+        setup::check_required_ops(probed.then_some(&probe))?;
         let ring_params_skip_success = ring.params().is_feature_skip_cqe_on_success();
         let msg_ring_ok =
             ring_params_skip_success && probed && probe.is_supported(opcode::MsgRingData::CODE);
@@ -164,8 +171,32 @@ impl Driver {
             Some(index) => (index as RawFd, enter::IORING_ENTER_REGISTERED_RING),
             None => (ring.as_raw_fd(), 0),
         };
+        Ok(Driver::with_kernel(
+            Kernel::Uring(ring),
+            sq,
+            flags,
+            features,
+            wake_fd,
+            msg_ring_ok,
+            (enter_fd, enter_flags),
+            ring_params_skip_success,
+        ))
+    }
+
+    /// The driver around `kernel` and its SQ, with the wake read armed.
+    #[allow(clippy::too_many_arguments)]
+    fn with_kernel(
+        kernel: Kernel,
+        sq: sq::Sq,
+        flags: RingFlags,
+        features: Features,
+        wake_fd: RawFd,
+        msg_ring_ok: bool,
+        (enter_fd, enter_flags): (RawFd, u32),
+        skip_success_ok: bool,
+    ) -> Driver {
         let mut driver = Driver {
-            ring,
+            kernel,
             sq,
             ops: Slots::with_capacity(flags.sq_entries as usize),
             flags,
@@ -181,7 +212,7 @@ impl Driver {
             batch_hint: 0,
             failed_msg_rings: Vec::new(),
             after: AfterReap::default(),
-            skip_success_ok: ring_params_skip_success,
+            skip_success_ok,
             sync_result: None,
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
@@ -189,7 +220,7 @@ impl Driver {
             counters: DriverCounters::default(),
         };
         driver.arm_wake();
-        Ok(driver)
+        driver
     }
 
     /// The flags the kernel granted.
@@ -228,12 +259,12 @@ impl Driver {
     /// overflow list are empty. Returns how many were reaped.
     pub(crate) fn reap(&mut self, mut wake: impl FnMut(Waker)) -> usize {
         let mut n = 0;
-        loop {
-            // Hot path: one acquire of the CQ tail, one release of its head.
-            for cqe in self.ring.completion() {
+        // One CQE: an op's (its slot key, far below the driver's tokens: the hot path), or
+        // one of the driver's own.
+        macro_rules! dispatch {
+            ($ud:expr, $res:expr, $flags:expr) => {{
+                let (ud, res, flags): (u64, i32, u32) = ($ud, $res, $flags);
                 n += 1;
-                let (ud, res, flags) = (cqe.user_data(), cqe.result(), cqe.flags());
-                // Hot path first: an op's CQE (its slot key, far below the driver's tokens).
                 if ud < MSG_SRC_FLOOR {
                     complete_op(
                         &mut self.ops,
@@ -244,27 +275,39 @@ impl Driver {
                         &mut wake,
                         &mut self.after,
                     );
-                    continue;
-                }
-                match ud {
-                    CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
-                    SYNC_TOKEN => self.sync_result = Some(res),
-                    // Wake-ups: their CQE ended the wait; the loop reads the core's `notified`
-                    // flag for what to do.
-                    WAKE_TOKEN => self.wake_armed = false,
-                    MSG_WAKE_TOKEN => {}
-                    // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE only
-                    // when the message failed.
-                    ud if ud <= MSG_SRC_BASE && res < 0 => {
-                        self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+                } else {
+                    match ud {
+                        CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
+                        SYNC_TOKEN => self.sync_result = Some(res),
+                        // Wake-ups: their CQE ended the wait; the loop reads the core's
+                        // `notified` flag for what to do.
+                        WAKE_TOKEN => self.wake_armed = false,
+                        MSG_WAKE_TOKEN => {}
+                        // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE
+                        // only when the message failed.
+                        ud if ud <= MSG_SRC_BASE && res < 0 => {
+                            self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+                        }
+                        _ => {}
                     }
-                    _ => {}
                 }
+            }};
+        }
+        if let Kernel::Readiness(rd) = &mut self.kernel {
+            while let Some((ud, res, flags)) = rd.pop_cqe() {
+                dispatch!(ud, res, flags);
             }
-            if !self.ring.submission().cq_overflow() {
+        }
+        while let Kernel::Uring(ring) = &mut self.kernel {
+            // Hot path: one acquire of the CQ tail, one release of its head.
+            for cqe in ring.completion() {
+                dispatch!(cqe.user_data(), cqe.result(), cqe.flags());
+            }
+            if !ring.submission().cq_overflow() {
                 break;
             }
-            // The kernel holds overflowed CQEs: ask it to flush them into the (now empty) CQ.
+            // The kernel holds overflowed CQEs: ask it to flush them into the (now empty)
+            // CQ.
             self.enter_getevents(0);
         }
         // Multishot ops whose backlog filled: cancel them (their readers re-arm).
@@ -291,7 +334,10 @@ impl Driver {
     /// This ring's fd (the target of other cores' MSG_RING wakes).
     pub(crate) fn ring_fd(&self) -> i32 {
         use std::os::fd::AsRawFd;
-        self.ring.as_raw_fd()
+        match &self.kernel {
+            Kernel::Uring(ring) => ring.as_raw_fd(),
+            Kernel::Readiness(rd) => rd.fd(),
+        }
     }
 
     /// Sends an `IORING_OP_MSG_RING` that posts a wake CQE into the ring `target_fd` (core
@@ -335,14 +381,14 @@ impl Driver {
     /// Makes room for `n` SQEs pushed back to back (a linked chain, which must reach the
     /// kernel in one submission): submits what the SQ holds if they would not fit.
     pub(crate) fn reserve_sq(&mut self, n: usize) -> io::Result<()> {
-        let capacity = self.ring.submission().capacity();
+        let capacity = self.sq.capacity();
         if n > capacity {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("a chain of {n} linked ops does not fit the ring's {capacity}-entry SQ"),
             ));
         }
-        while capacity - self.ring.submission().len() < n {
+        while capacity - (self.sq.len() as usize) < n {
             self.submit_now();
         }
         Ok(())
@@ -360,10 +406,12 @@ impl Driver {
         bgid: u16,
         flags: u16,
     ) -> io::Result<()> {
+        let Kernel::Uring(ring) = &self.kernel else {
+            return Err(self.kernel.ring_only("provided-buffer rings"));
+        };
         // SAFETY: forwarded from the caller.
         unsafe {
-            self.ring
-                .submitter()
+            ring.submitter()
                 .register_buf_ring_with_flags(addr, entries, bgid, flags)
         }
     }
@@ -379,6 +427,9 @@ impl Driver {
             resv: [u32; 8],
         }
         const IORING_REGISTER_PBUF_STATUS: libc::c_uint = 26;
+        if let Kernel::Readiness(_) = self.kernel {
+            return Err(self.kernel.ring_only("provided-buffer rings"));
+        }
         let mut status = BufStatus {
             buf_group: u32::from(bgid),
             head: 0,
@@ -403,7 +454,11 @@ impl Driver {
 
     /// Unregisters a provided-buffer ring; the kernel picks no buffer from it afterwards.
     pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) {
-        if let Err(e) = self.ring.submitter().unregister_buf_ring(bgid) {
+        let Kernel::Uring(ring) = &self.kernel else {
+            // Never registered on the readiness backend.
+            return;
+        };
+        if let Err(e) = ring.submitter().unregister_buf_ring(bgid) {
             panic!("unregistering buffer ring {bgid} failed: {e}");
         }
     }

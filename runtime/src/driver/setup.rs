@@ -9,7 +9,7 @@
 use std::fmt;
 use std::io;
 
-use io_uring::IoUring;
+use io_uring::{opcode, IoUring};
 
 /// The setup flags a core's ring was granted by the kernel, and its queue sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -128,6 +128,44 @@ pub(crate) fn build_ring(want: RingFlags) -> io::Result<(IoUring, RingFlags)> {
             },
             Err(e) => return Err(setup_error(e, want)),
         }
+    }
+}
+
+/// The ops the runtime cannot do without on io_uring: a kernel whose probe lacks one (or
+/// has no probe: before 5.6) gets the readiness backend under [`Backend::Auto`](
+/// crate::Backend::Auto).
+const REQUIRED_OPS: [(u8, &str); 14] = [
+    (opcode::Read::CODE, "READ"),
+    (opcode::Write::CODE, "WRITE"),
+    (opcode::Readv::CODE, "READV"),
+    (opcode::Writev::CODE, "WRITEV"),
+    (opcode::Recv::CODE, "RECV"),
+    (opcode::Send::CODE, "SEND"),
+    (opcode::RecvMsg::CODE, "RECVMSG"),
+    (opcode::SendMsg::CODE, "SENDMSG"),
+    (opcode::Accept::CODE, "ACCEPT"),
+    (opcode::Connect::CODE, "CONNECT"),
+    (opcode::PollAdd::CODE, "POLL_ADD"),
+    (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+    (opcode::Close::CODE, "CLOSE"),
+    (opcode::Shutdown::CODE, "SHUTDOWN"),
+];
+
+/// `Unsupported` naming the first op of [`REQUIRED_OPS`] that `probe` (the ring's opcode
+/// probe, `None` where the kernel has none) lacks.
+pub(crate) fn check_required_ops(probe: Option<&io_uring::Probe>) -> io::Result<()> {
+    let Some(probe) = probe else {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "io_uring on this kernel has no opcode probe (Linux 5.6); the runtime needs              Linux 5.19 or newer",
+        ));
+    };
+    match REQUIRED_OPS.iter().find(|(code, _)| !probe.is_supported(*code)) {
+        Some((_, name)) => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("io_uring on this kernel lacks IORING_OP_{name}; the runtime needs Linux 5.19 or newer"),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -115,7 +115,19 @@ impl Drop for Mapping {
     }
 }
 
-/// The SQ ring of one core's ring, mapped for in-place writes.
+/// What an [`Sq`]'s words and entries live in.
+enum Backing {
+    /// The kernel's SQ ring and SQE array, mapped.
+    #[allow(dead_code)] // held for their `Drop` (the unmapping)
+    Mapped(Mapping, Mapping),
+    /// Plain memory, for the readiness backend, which plays the kernel's part
+    /// ([`Sq::take_local`]): the head, tail and flags words, and the entries.
+    #[allow(dead_code)] // held for their `Drop`
+    Local(Box<[AtomicU32; 3]>, Box<[squeue::Entry]>),
+}
+
+/// The SQ ring of one core's ring, mapped for in-place writes; or, on the readiness
+/// backend, the same ring in plain memory.
 pub(crate) struct Sq {
     head: NonNull<AtomicU32>,
     tail: NonNull<AtomicU32>,
@@ -124,8 +136,9 @@ pub(crate) struct Sq {
     sqes: NonNull<squeue::Entry>,
     mask: u32,
     entries: u32,
-    _ring: Mapping,
-    _sqes: Mapping,
+    /// Whether this is a local SQ (see [`Sq::take_local`]).
+    local: bool,
+    _backing: Backing,
 }
 
 impl Sq {
@@ -167,9 +180,55 @@ impl Sq {
             sqes: sqes_map.addr.cast(),
             mask,
             entries: p.sq_entries,
-            _ring: ring_map,
-            _sqes: sqes_map,
+            local: false,
+            _backing: Backing::Mapped(ring_map, sqes_map),
         })
+    }
+
+    /// An SQ of `entries` (a power of two) in plain memory, for the readiness backend:
+    /// pushes work as on the kernel's, and [`Sq::take_local`] consumes them.
+    pub(crate) fn local(entries: u32) -> Sq {
+        let entries = entries.max(1).next_power_of_two();
+        let words: Box<[AtomicU32; 3]> =
+            Box::new([AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)]);
+        let mut sqes: Box<[squeue::Entry]> =
+            vec![io_uring::opcode::Nop::new().build(); entries as usize].into_boxed_slice();
+        let word = |i: usize| NonNull::from(&words[i]);
+        Sq {
+            head: word(0),
+            tail: word(1),
+            flags: word(2),
+            // The boxes' heap blocks do not move when the boxes do.
+            sqes: NonNull::new(sqes.as_mut_ptr()).unwrap_or(NonNull::dangling()),
+            mask: entries - 1,
+            entries,
+            local: true,
+            _backing: Backing::Local(words, sqes),
+        }
+    }
+
+    /// Takes the oldest SQE pushed and not yet taken, as the kernel consumes one: the
+    /// readiness backend's part. `None` when the SQ is empty (and always for the kernel's
+    /// SQ, which only the kernel consumes).
+    ///
+    /// # Safety
+    /// The caller carries the SQE out under the driver's contract for every SQE: memory it
+    /// points at is the op's until the op's final CQE.
+    pub(crate) unsafe fn take_local(&mut self) -> Option<squeue::Entry> {
+        if !self.local || self.len() == 0 {
+            return None;
+        }
+        // SAFETY: the words stay in their box while `self` lives; only this thread moves
+        // head and tail of a local SQ. Slot `head & mask` holds an SQE `push` wrote (the SQ
+        // is not empty) and no push overwrites it before the head moves past it.
+        unsafe {
+            let head = self.head.as_ref().load(Ordering::Relaxed);
+            let sqe = ptr::read(self.sqes.as_ptr().add((head & self.mask) as usize));
+            self.head
+                .as_ref()
+                .store(head.wrapping_add(1), Ordering::Release);
+            Some(sqe)
+        }
     }
 
     /// Whether the SQ has no free slot.
@@ -203,6 +262,11 @@ impl Sq {
                 .as_ref()
                 .store(tail.wrapping_add(1), Ordering::Release);
         }
+    }
+
+    /// How many SQEs the SQ holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.entries as usize
     }
 
     /// SQEs pushed that the kernel has not consumed yet.

@@ -122,7 +122,10 @@ pub(crate) struct CoreCounters {
 impl Core {
     pub(crate) fn new(want: &RingConfig, index: usize, set: Arc<CoreSet>) -> io::Result<Core> {
         let shared = Arc::new(Shared::new(index)?);
-        let driver = Driver::new(want, shared.event_fd.as_raw_fd())?;
+        // The readiness backend's file ops run on the runtime's blocking pool.
+        let pool = set.pool.clone();
+        let offload: crate::driver::readiness::Offload = Arc::new(move |job| pool.spawn(job));
+        let driver = Driver::new(want, shared.event_fd.as_raw_fd(), Some(offload))?;
         let features = driver.features();
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
