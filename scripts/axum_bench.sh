@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The axum comparison the README quotes: the `axum` example on this runtime (--cores 1) vs
-# the same app and handlers on tokio (`axum-tokio`, feature `tokio-peer`), current-thread and
+# the same app on its epoll backend (RUNTIME_BACKEND=epoll), and the same app and handlers on tokio (`axum-tokio`, feature `tokio-peer`), current-thread and
 # multi-thread (tokio's default worker count; under `taskset -c 0` that is 1 worker, as
 # tokio counts the CPUs the process may run on).
 #
@@ -110,13 +110,14 @@ measure() {
         END { printf "%.0f %.2f %.0f\n", rps, s / hz * 1e6 / n, cpu / wall * 100 }' "$WORK/timed"
 }
 
-SERVERS=(ours current multi)
+SERVERS=(ours epoll current multi)
 PROTOS=(h1 h2c h2tls)
 declare -A RPS US CLI_PCT
 for round in $(seq "$ROUNDS"); do
     for srv in "${SERVERS[@]}"; do
         case $srv in
             ours) start_server "$BIN/axum" --cores 1 ;;
+            epoll) RUNTIME_BACKEND=epoll start_server "$BIN/axum" --cores 1 ;;
             current) start_server "$BIN/axum-tokio" --runtime current ;;
             multi) start_server "$BIN/axum-tokio" --runtime multi ;;
         esac
@@ -140,15 +141,15 @@ echo
 echo "$(date -u +%F), $(nproc) CPU(s), $(uname -r); servers on CPU 0, clients on CPU 1;"
 echo "$ROUNDS alternating rounds of ${DURATION} s runs, each server started fresh per round; medians"
 echo
-echo "| axum, \`/\` | this runtime (1 core) | tokio current-thread | tokio multi-thread | ours / current | ours / multi |"
-echo "|---|---:|---:|---:|---:|---:|"
+echo "| axum, \`/\` | this runtime (1 core) | its epoll backend | tokio current-thread | tokio multi-thread | ours / current | ours / multi | epoll / current |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for proto in "${PROTOS[@]}"; do
-    o=$(median "${RPS[ours,$proto]}"); c=$(median "${RPS[current,$proto]}"); m=$(median "${RPS[multi,$proto]}")
-    echo "| $(name "$proto") req/s | $(f "$o") | $(f "$c") | $(f "$m") | $(r "$o" "$c") | $(r "$o" "$m") |"
-    o=$(median "${US[ours,$proto]}"); c=$(median "${US[current,$proto]}"); m=$(median "${US[multi,$proto]}")
-    echo "| $(name "$proto") server CPU us/req (ratio: as efficient) | $o | $c | $m | $(r "$c" "$o") | $(r "$m" "$o") |"
-    o=$(median "${CLI_PCT[ours,$proto]}"); c=$(median "${CLI_PCT[current,$proto]}"); m=$(median "${CLI_PCT[multi,$proto]}")
-    echo "| $(name "$proto") client busy | ${o}% | ${c}% | ${m}% | | |"
+    o=$(median "${RPS[ours,$proto]}"); e=$(median "${RPS[epoll,$proto]}"); c=$(median "${RPS[current,$proto]}"); m=$(median "${RPS[multi,$proto]}")
+    echo "| $(name "$proto") req/s | $(f "$o") | $(f "$e") | $(f "$c") | $(f "$m") | $(r "$o" "$c") | $(r "$o" "$m") | $(r "$e" "$c") |"
+    o=$(median "${US[ours,$proto]}"); e=$(median "${US[epoll,$proto]}"); c=$(median "${US[current,$proto]}"); m=$(median "${US[multi,$proto]}")
+    echo "| $(name "$proto") server CPU us/req (ratio: as efficient) | $o | $e | $c | $m | $(r "$c" "$o") | $(r "$m" "$o") | $(r "$c" "$e") |"
+    o=$(median "${CLI_PCT[ours,$proto]}"); e=$(median "${CLI_PCT[epoll,$proto]}"); c=$(median "${CLI_PCT[current,$proto]}"); m=$(median "${CLI_PCT[multi,$proto]}")
+    echo "| $(name "$proto") client busy | ${o}% | ${e}% | ${c}% | ${m}% | | | |"
 done
 echo
 echo "Per round (req/s; server us/req):"

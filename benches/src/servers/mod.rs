@@ -138,6 +138,12 @@ pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>>
             Server::spawn("echo-tokio", cpu, move |l, c| tokio_echo(l, c, msg, true))?,
         ),
         (
+            "runtime epoll backend",
+            Server::spawn("echo-runtime-epoll", cpu, move |l, c| {
+                runtime_echo(l, c, rt().backend(runtime::Backend::Epoll), Conn::Chunks)
+            })?,
+        ),
+        (
             "raw ring",
             Server::spawn("echo-raw", cpu, move |l, c| raw::echo(l, c, msg))?,
         ),
