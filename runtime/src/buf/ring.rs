@@ -44,7 +44,15 @@ use crate::ext::BufRingExt;
 /// ```
 /// let rt = runtime::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let ring = runtime::buf::BufRing::new(64, 4096).unwrap();
+///     let ring = match runtime::buf::BufRing::new(64, 4096) {
+///         Ok(ring) => ring,
+///         // Provided-buffer rings are io_uring's: the epoll backend refuses them.
+///         Err(e) => {
+///             assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
+///             assert_eq!(runtime::features().unwrap().backend, runtime::Backend::Epoll);
+///             return;
+///         }
+///     };
 ///     assert_eq!(ring.buf_len(), 4096);
 ///     // Pass `ring.bgid()` in an SQE with IOSQE_BUFFER_SELECT and keep a clone of `ring`
 ///     // in the op's data; `ring.take(&cqe)` gives the buffer the kernel filled.
