@@ -84,6 +84,42 @@ const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
 
+/// One CQE into its slot: an op's (its slot key, far below the driver's tokens: the hot
+/// path), or one of the driver's own. A macro so that `Driver::reap` and
+/// `Driver::reap_readiness` borrow the driver's fields apart from the CQ they read.
+macro_rules! dispatch_cqe {
+    ($self:ident, $wake:ident, $n:ident, $ud:expr, $res:expr, $flags:expr) => {{
+        let (ud, res, flags): (u64, i32, u32) = ($ud, $res, $flags);
+        $n += 1;
+        if ud < MSG_SRC_FLOOR {
+            complete_op(
+                &mut $self.ops,
+                &mut $self.dead,
+                ud as usize,
+                res,
+                flags,
+                &mut $wake,
+                &mut $self.after,
+            );
+        } else {
+            match ud {
+                CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
+                SYNC_TOKEN => $self.sync_result = Some(res),
+                // Wake-ups: their CQE ended the wait; the loop reads the core's
+                // `notified` flag for what to do.
+                WAKE_TOKEN => $self.wake_armed = false,
+                MSG_WAKE_TOKEN => {}
+                // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE
+                // only when the message failed.
+                ud if ud <= MSG_SRC_BASE && res < 0 => {
+                    $self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+                }
+                _ => {}
+            }
+        }
+    }};
+}
+
 /// Counters the driver keeps for [`crate::Stats`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DriverCounters {
@@ -259,49 +295,13 @@ impl Driver {
     /// overflow list are empty. Returns how many were reaped.
     pub(crate) fn reap(&mut self, mut wake: impl FnMut(Waker)) -> usize {
         let mut n = 0;
-        // One CQE: an op's (its slot key, far below the driver's tokens: the hot path), or
-        // one of the driver's own.
-        macro_rules! dispatch {
-            ($ud:expr, $res:expr, $flags:expr) => {{
-                let (ud, res, flags): (u64, i32, u32) = ($ud, $res, $flags);
-                n += 1;
-                if ud < MSG_SRC_FLOOR {
-                    complete_op(
-                        &mut self.ops,
-                        &mut self.dead,
-                        ud as usize,
-                        res,
-                        flags,
-                        &mut wake,
-                        &mut self.after,
-                    );
-                } else {
-                    match ud {
-                        CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
-                        SYNC_TOKEN => self.sync_result = Some(res),
-                        // Wake-ups: their CQE ended the wait; the loop reads the core's
-                        // `notified` flag for what to do.
-                        WAKE_TOKEN => self.wake_armed = false,
-                        MSG_WAKE_TOKEN => {}
-                        // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE
-                        // only when the message failed.
-                        ud if ud <= MSG_SRC_BASE && res < 0 => {
-                            self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
-                        }
-                        _ => {}
-                    }
-                }
-            }};
-        }
-        if let Kernel::Readiness(rd) = &mut self.kernel {
-            while let Some((ud, res, flags)) = rd.pop_cqe() {
-                dispatch!(ud, res, flags);
-            }
+        if let Kernel::Readiness(_) = self.kernel {
+            n = self.reap_readiness(&mut wake);
         }
         while let Kernel::Uring(ring) = &mut self.kernel {
             // Hot path: one acquire of the CQ tail, one release of its head.
             for cqe in ring.completion() {
-                dispatch!(cqe.user_data(), cqe.result(), cqe.flags());
+                dispatch_cqe!(self, wake, n, cqe.user_data(), cqe.result(), cqe.flags());
             }
             if !ring.submission().cq_overflow() {
                 break;
@@ -321,6 +321,20 @@ impl Driver {
         self.counters.cqes += n as u64;
         if !self.wake_armed && !self.shutting_down {
             self.arm_wake();
+        }
+        n
+    }
+
+    /// [`reap`](Driver::reap)'s pass over the readiness backend's CQ, out of line so the
+    /// io_uring pass stays as small as it was.
+    #[inline(never)]
+    fn reap_readiness(&mut self, mut wake: impl FnMut(Waker)) -> usize {
+        let mut n = 0;
+        while let Kernel::Readiness(rd) = &mut self.kernel {
+            let Some((ud, res, flags)) = rd.pop_cqe() else {
+                break;
+            };
+            dispatch_cqe!(self, wake, n, ud, res, flags);
         }
         n
     }
