@@ -247,8 +247,16 @@ fn large_incremental_buffers_serve_many_connections() {
     let (entries, empties) = many_connections_through(big(), 200, 4096).expect("the ring is on");
     assert_eq!(entries, 4);
     assert_eq!(empties, 0, "4 MiB of buffers ran dry carrying 800 KiB");
-    let (_, whole) =
-        many_connections_through(big().recv_incremental(false), 200, 4096).expect("the ring is on");
+    // Whether the whole-buffer ring runs dry depends on how many receives land before their
+    // buffers come back (scheduling): up to three tries for it to show.
+    let mut whole = 0;
+    for _ in 0..3 {
+        (_, whole) = many_connections_through(big().recv_incremental(false), 200, 4096)
+            .expect("the ring is on");
+        if whole > 0 {
+            break;
+        }
+    }
     println!("whole buffers: the ring ran dry {whole} times");
     assert!(
         whole > 0,
