@@ -3,8 +3,6 @@
 //! sizes, an empty ring under 1,000 connections (`ENOBUFS`), a connection nobody reads,
 //! an idle connection holding no buffer, and the same tests with the ring switched off.
 
-mod common;
-
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::thread;
@@ -63,14 +61,6 @@ fn ring_disabled() -> bool {
         eprintln!("skipped: RUNTIME_DISABLE turns the ring off");
     }
     off
-}
-
-/// Whether a default runtime runs the epoll backend (`RUNTIME_BACKEND=epoll`, or io_uring
-/// refused): there is no receive ring, each connection reads into its own buffer, so the
-/// ring's own checks do not apply; the bytes must still all arrive.
-fn default_is_epoll() -> bool {
-    let rt = Builder::new().build().unwrap();
-    rt.features().backend == runtime::Backend::Epoll
 }
 
 /// The runtimes each test runs on: the default (ring) and the own-buffer fallback.
@@ -210,14 +200,9 @@ fn an_empty_ring_under_1000_connections_loses_nothing() {
     }
     // 16 buffers of 512 B for 1,000 connections sending 4 KiB each at once: the kernel runs
     // out of buffers over and over (ENOBUFS); every byte must still arrive, in order.
-    let epoll = default_is_epoll();
-    let ring = many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096);
-    if epoll {
-        assert_eq!(ring, None, "the epoll backend has a receive ring");
-        eprintln!("checked the epoll backend: no receive ring; 1,000 connections lost nothing");
-        return;
-    }
-    let (entries, empties) = ring.expect("the ring is on");
+    let (entries, empties) =
+        many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096)
+            .expect("the ring is on");
     assert_eq!(
         entries, 16,
         "the ring grows no further than Builder::recv_buffers"
@@ -295,26 +280,14 @@ fn an_unread_connection_holds_a_bounded_number_of_buffers() {
             .await
             .unwrap();
         sleep(Duration::from_millis(300)).await;
-        // On the epoll backend the connection reads into its own buffer: no ring to check,
-        // but the bytes must still all arrive, in order, across the pause.
-        let epoll = common::backend::on_epoll();
-        let ring = if epoll {
-            assert!(
-                core_ring().is_none(),
-                "the epoll backend has a receive ring"
-            );
-            None
-        } else {
-            let ring = core_ring().unwrap();
-            let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
-            // The chunk being read, plus the backlog of 4 and what was in flight at the cancel.
-            assert!(
-                held <= 8,
-                "an unread connection holds {held} of {} buffers",
-                ring.entries()
-            );
-            Some(ring)
-        };
+        let ring = core_ring().unwrap();
+        let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
+        // The chunk being read, plus the backlog of 4 and what was in flight at the cancel.
+        assert!(
+            held <= 8,
+            "an unread connection holds {held} of {} buffers",
+            ring.entries()
+        );
         let mut rest = Vec::new();
         timeout(LIMIT, stream.read_to_end(&mut rest))
             .await
@@ -326,12 +299,7 @@ fn an_unread_connection_holds_a_bounded_number_of_buffers() {
             rest == data[1..],
             "bytes lost or reordered across the pause"
         );
-        match ring {
-            Some(ring) => assert_eq!(ring.outstanding(), 0),
-            None => eprintln!(
-                "checked the epoll backend: no receive ring; 1 MiB arrived whole across the pause"
-            ),
-        }
+        assert_eq!(ring.outstanding(), 0);
     });
 }
 
@@ -360,29 +328,17 @@ fn an_idle_connection_holds_no_buffer() {
             buf[..n + m].to_vec()
         });
         sleep(Duration::from_millis(500)).await;
-        let epoll = common::backend::on_epoll();
-        if epoll {
-            // No ring to hold a buffer of: the connection reads into its own.
-            assert!(
-                core_ring().is_none(),
-                "the epoll backend has a receive ring"
-            );
-        } else {
-            // The reader got its byte and waits for more: its receive is armed, no buffer held.
-            let ring = core_ring().unwrap();
-            assert_eq!(ring.outstanding(), 0, "a buffer is held while idle");
-            assert_eq!(
-                ring.available(),
-                Some(ring.entries()),
-                "the kernel holds one"
-            );
-        }
+        // The reader got its byte and waits for more: its receive is armed, no buffer held.
+        let ring = core_ring().unwrap();
+        assert_eq!(ring.outstanding(), 0, "a buffer is held while idle");
+        assert_eq!(
+            ring.available(),
+            Some(ring.entries()),
+            "the kernel holds one"
+        );
         let got = timeout(LIMIT, reader).await.unwrap().unwrap();
         assert_eq!(got, b"xyz");
         client.join().unwrap();
-        if epoll {
-            eprintln!("checked the epoll backend: no receive ring; the idle reader got its bytes");
-        }
     });
 }
 
@@ -423,23 +379,9 @@ fn the_ring_grows_with_the_load() {
         for t in tasks {
             assert_eq!(timeout(LIMIT, t).await.unwrap().unwrap().unwrap(), LEN);
         }
-        if common::backend::on_epoll() {
-            // No ring to grow: each connection read into its own buffer.
-            assert!(
-                core_ring().is_none(),
-                "the epoll backend has a receive ring"
-            );
-            return None;
-        }
-        Some(core_ring().unwrap().entries())
+        core_ring().unwrap().entries()
     });
     client.join().unwrap();
-    let Some(entries) = entries else {
-        eprintln!(
-            "checked the epoll backend: no receive ring to grow; 300 connections lost nothing"
-        );
-        return;
-    };
     println!("the ring grew to {entries} buffers");
     assert!(entries > 16, "the ring never grew: {entries} buffers");
 }

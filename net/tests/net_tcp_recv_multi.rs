@@ -1,14 +1,12 @@
 //! Multishot receive into a provided-buffer ring: every byte arrives in order, a starved
 //! ring (ENOBUFS) re-arms once buffers come back, dropping the stream returns its buffers.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::backend::buf_ring_or_epoll_refusal;
 use corering_net::{TcpListener, TcpStream};
 use futures::StreamExt;
+use runtime::buf::BufRing;
 
 /// A std client thread that sends `chunks` chunks of `size` bytes (byte i = i % 251), then
 /// closes, and finally reads back whatever the server sends.
@@ -35,15 +33,10 @@ fn sender(
 fn every_byte_arrives_in_order_through_the_ring() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        // The ring first: on the epoll backend the test ends at its refusal.
-        let Some(ring) =
-            buf_ring_or_epoll_refusal(16, 512, "every_byte_arrives_in_order_through_the_ring")
-        else {
-            return;
-        };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = sender(listener.local_addr().unwrap(), 2000, 100);
         let (stream, _) = listener.accept().await.unwrap();
+        let ring = BufRing::new(16, 512).unwrap();
         let mut chunks = stream.recv_stream(&ring);
         let mut got = Vec::new();
         let mut items = 0;
@@ -67,17 +60,12 @@ fn every_byte_arrives_in_order_through_the_ring() {
 fn a_starved_ring_rearms_once_buffers_come_back() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        // Two small buffers, held for a while each time: the kernel runs out (ENOBUFS) and
-        // the stream must wait for a drop, then re-arm, losing nothing.
-        // (The ring first: on the epoll backend the test ends at its refusal.)
-        let Some(ring) =
-            buf_ring_or_epoll_refusal(2, 64, "a_starved_ring_rearms_once_buffers_come_back")
-        else {
-            return;
-        };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = sender(listener.local_addr().unwrap(), 64, 64);
         let (stream, _) = listener.accept().await.unwrap();
+        // Two small buffers, held for a while each time: the kernel runs out (ENOBUFS) and
+        // the stream must wait for a drop, then re-arm, losing nothing.
+        let ring = BufRing::new(2, 64).unwrap();
         let mut chunks = stream.recv_stream(&ring);
         let mut got = Vec::new();
         let mut held = Vec::new();
@@ -109,12 +97,6 @@ fn a_starved_ring_rearms_once_buffers_come_back() {
 fn dropping_the_stream_midway_returns_every_buffer() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        // The ring first: on the epoll backend the test ends at its refusal.
-        let Some(ring) =
-            buf_ring_or_epoll_refusal(8, 128, "dropping_the_stream_midway_returns_every_buffer")
-        else {
-            return;
-        };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::thread::spawn(move || {
@@ -126,6 +108,7 @@ fn dropping_the_stream_midway_returns_every_buffer() {
             s
         });
         let (stream, _) = listener.accept().await.unwrap();
+        let ring = BufRing::new(8, 128).unwrap();
         let mut chunks = stream.recv_stream(&ring);
         let first = chunks.next().await.unwrap().unwrap();
         assert!(first.iter().all(|b| *b == 7));
@@ -148,12 +131,6 @@ fn dropping_the_stream_midway_returns_every_buffer() {
 fn reset_peer_ends_the_stream_with_an_error() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        // The ring first: on the epoll backend the test ends at its refusal.
-        let Some(ring) =
-            buf_ring_or_epoll_refusal(4, 64, "reset_peer_ends_the_stream_with_an_error")
-        else {
-            return;
-        };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::thread::spawn(move || {
@@ -163,6 +140,7 @@ fn reset_peer_ends_the_stream_with_an_error() {
             drop(s);
         });
         let (stream, _) = listener.accept().await.unwrap();
+        let ring = BufRing::new(4, 64).unwrap();
         let mut chunks = stream.recv_stream(&ring);
         let item = chunks.next().await.expect("an error item");
         assert_eq!(

@@ -3,8 +3,6 @@
 //! back in the ring without the task, bytes sent after a drop, and a failed send reported
 //! by the next write. (Byte-exact echoes of random sizes with it are in `net_ring_read`.)
 
-mod common;
-
 use std::future::Future;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
@@ -196,19 +194,9 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
             servers.push(runtime::spawn_local(echo(stream)));
         }
         runtime::time::sleep(Duration::from_millis(150)).await;
-        // On the epoll backend there is no ring (each connection reads into its own buffer):
-        // the exchange below still runs, the ring check does not.
-        let epoll = common::backend::on_epoll();
-        if epoll {
-            assert!(
-                runtime::buf::core_ring().is_none(),
-                "the epoll backend has a receive ring"
-            );
-        } else {
-            // Every reply went out and the connections wait for more: no chunk is held.
-            let ring = runtime::buf::core_ring().unwrap();
-            assert_eq!(ring.outstanding(), 0, "a sent chunk is still held");
-        }
+        // Every reply went out and the connections wait for more: no chunk is held.
+        let ring = runtime::buf::core_ring().unwrap();
+        assert_eq!(ring.outstanding(), 0, "a sent chunk is still held");
         timeout(LIMIT, async {
             for s in servers {
                 assert_eq!(s.await.unwrap().unwrap(), (ROUNDS * 100) as u64);
@@ -217,11 +205,6 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
         .await
         .expect("the exchange stalled");
         client.join().unwrap().unwrap();
-        if epoll {
-            eprintln!(
-                "checked the epoll backend: no receive ring; the lockstep exchange went through"
-            );
-        }
     });
 }
 

@@ -62,35 +62,3 @@ pub fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
         )
     }
 }
-
-/// Whether the current core runs the epoll (readiness) backend, where every io_uring-only
-/// facility is refused. Panics outside a runtime.
-pub fn on_epoll() -> bool {
-    runtime::features().expect("inside a runtime").backend == runtime::Backend::Epoll
-}
-
-/// A provided-buffer ring of `entries` buffers of `len` bytes on io_uring. On the epoll
-/// backend, asserts that `BufRing::new` is refused there (`Unsupported`, naming the
-/// io_uring backend), says so for `test`, and returns `None`: the test has nothing more to
-/// run. Inside a runtime only.
-pub fn buf_ring_or_epoll_refusal(
-    entries: u16,
-    len: u32,
-    test: &str,
-) -> Option<runtime::buf::BufRing> {
-    let res = runtime::buf::BufRing::new(entries, len);
-    if !on_epoll() {
-        return Some(res.expect("a buffer ring on the io_uring backend"));
-    }
-    let err = match res {
-        Ok(_) => panic!("{test}: the epoll backend granted a buffer ring"),
-        Err(e) => e,
-    };
-    assert_eq!(err.kind(), io::ErrorKind::Unsupported, "{test}: {err}");
-    assert!(
-        err.to_string().contains("need the io_uring backend"),
-        "{test}: {err}"
-    );
-    eprintln!("{test}: checked the epoll refusal (BufRing::new: {err})");
-    None
-}

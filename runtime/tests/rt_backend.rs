@@ -59,7 +59,8 @@ fn auto_takes_io_uring_where_allowed_and_epoll_where_refused() {
             eprintln!("io_uring is refused here ({e}): checking the automatic fallback");
             assert_eq!(f.backend, Backend::Epoll, "{f}");
             assert!(f.backend_reason.contains("refused"), "{}", f.backend_reason);
-            assert!(!f.recv_multishot && !f.direct_descriptors && !f.buf_ring);
+            // Provided-buffer rings and multishot receives are the backend's own; the rest off.
+            assert!(f.recv_multishot && f.buf_ring && !f.direct_descriptors && !f.recv_bundle);
             runs(&rt);
             drop(rt);
             // Forcing io_uring where it is refused: an error, not a fallback.
@@ -105,10 +106,15 @@ fn epoll_can_be_forced_and_says_why() {
     assert_eq!(f.backend_reason, "forced by Builder::backend");
     let shown = f.to_string();
     assert!(
-        shown.starts_with("backend: epoll (forced by Builder::backend); granted: (none)"),
+        shown.starts_with(
+            "backend: epoll (forced by Builder::backend); granted: buf_ring|recv_multishot; off: "
+        ),
         "{shown}"
     );
-    assert!(shown.contains("recv_multishot (epoll backend)"), "{shown}");
+    assert!(
+        shown.contains("direct_descriptors (epoll backend)"),
+        "{shown}"
+    );
     assert_eq!(
         rt.flags().to_string(),
         format!(
@@ -122,11 +128,11 @@ fn epoll_can_be_forced_and_says_why() {
     // Asking for io_uring-only features on epoll: off, with the reason, never a panic.
     let rt = Builder::new()
         .backend(Backend::Epoll)
-        .recv_multishot(true)
+        .recv_bundle(true)
         .direct_descriptors(true)
         .build()
         .unwrap();
-    assert!(!rt.features().recv_multishot && !rt.features().direct_descriptors);
+    assert!(!rt.features().recv_bundle && !rt.features().direct_descriptors);
     runs(&rt);
 }
 

@@ -44,15 +44,7 @@ use crate::ext::BufRingExt;
 /// ```
 /// let rt = runtime::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let ring = match runtime::buf::BufRing::new(64, 4096) {
-///         Ok(ring) => ring,
-///         // Provided-buffer rings are io_uring's: the epoll backend refuses them.
-///         Err(e) => {
-///             assert_eq!(e.kind(), std::io::ErrorKind::Unsupported, "{e}");
-///             assert_eq!(runtime::features().unwrap().backend, runtime::Backend::Epoll);
-///             return;
-///         }
-///     };
+///     let ring = runtime::buf::BufRing::new(64, 4096).unwrap();
 ///     assert_eq!(ring.buf_len(), 4096);
 ///     // Pass `ring.bgid()` in an SQE with IOSQE_BUFFER_SELECT and keep a clone of `ring`
 ///     // in the op's data; `ring.take(&cqe)` gives the buffer the kernel filled.
@@ -336,7 +328,14 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.registered.get() && context::current_core_id() == Some(self.core) {
             let bgid = self.bgid;
-            context::with_driver(|d| d.unregister_buf_ring(bgid));
+            if let Err(e) = context::with_driver(|d| d.unregister_buf_ring(bgid)) {
+                // The kernel may still pick from the ring: its memory is kept (leaked), never
+                // freed under it.
+                eprintln!(
+                    "runtime: unregistering buffer ring {bgid} failed ({e}); its memory is kept"
+                );
+                return;
+            }
         }
         // SAFETY: the mapping came from mmap with this size; nothing uses it any more (module
         // invariant: no op that picks from the group is in flight, the group is unregistered

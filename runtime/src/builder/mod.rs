@@ -105,7 +105,7 @@ impl Builder {
     ///
     /// let rt = Builder::new().backend(Backend::Epoll).build()?;
     /// assert_eq!(rt.features().backend, Backend::Epoll);
-    /// assert!(!rt.features().recv_multishot, "io_uring features are off on epoll");
+    /// assert!(!rt.features().direct_descriptors, "io_uring-only features are off on epoll");
     /// let n = rt.block_on(async {
     ///     runtime::time::sleep(std::time::Duration::from_millis(1)).await;
     ///     7

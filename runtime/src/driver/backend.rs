@@ -17,8 +17,9 @@ use super::{sq, Driver, RingConfig, RingFlags};
 ///
 /// The API, the ops and their results are the same on both: programs run unchanged. The
 /// readiness backend carries out the SQEs the ops build itself, with non-blocking system
-/// calls driven by epoll and the blocking pool for file ops; io_uring-only
-/// [`Features`](crate::Features) are off there.
+/// calls driven by epoll and the blocking pool for file ops, and plays provided-buffer
+/// rings in user space; the other io_uring-only [`Features`](crate::Features) are off
+/// there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// io_uring where it is allowed; epoll where `io_uring_setup` is refused (`EPERM`,
@@ -65,16 +66,6 @@ impl FromStr for Backend {
 pub(crate) enum Kernel {
     Uring(IoUring),
     Readiness(Box<Readiness>),
-}
-
-impl Kernel {
-    /// The error for an io_uring-only facility asked of the readiness backend.
-    pub(crate) fn ring_only(&self, what: &str) -> io::Error {
-        io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!("{what} need the io_uring backend; this core runs the epoll backend"),
-        )
-    }
 }
 
 /// Why `io_uring_setup` failing with `e` sends `Auto` to the readiness backend: `None`

@@ -197,13 +197,14 @@ impl Features {
         }
     }
 
-    /// The features of the readiness backend, chosen because of `why`: every io_uring
-    /// feature off.
+    /// The features of the readiness backend, chosen because of `why`: provided-buffer
+    /// rings and multishot receives (which it carries out itself, so the default read path
+    /// is the same), every other io_uring feature off.
     pub(crate) fn readiness(config: &RingConfig, why: &'static str) -> Features {
         Features {
             backend: Backend::Epoll,
             backend_reason: why,
-            ..Features::new(config, 0)
+            ..Features::new(config, bit::BUF_RING | bit::RECV_MULTISHOT)
         }
     }
 
@@ -251,12 +252,12 @@ impl fmt::Display for Features {
         write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
         let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
-            let why = if self.backend == Backend::Epoll {
-                "epoll backend"
-            } else if self.asked & b != 0 {
-                "kernel"
-            } else {
+            let why = if self.asked & b == 0 {
                 "builder"
+            } else if self.backend == Backend::Epoll {
+                "epoll backend"
+            } else {
+                "kernel"
             };
             format!("{name} ({why})")
         });
@@ -485,11 +486,13 @@ mod tests {
             .to_string()
             .contains("; granted: (none); off: registered_ring_fd (kernel)"));
         // The readiness backend: everything off because of it, and why it runs.
-        let f = Features::readiness(&config, "forced by a test");
+        let f = Features::readiness(&RingConfig::all(8, 16), "forced by a test");
         assert_eq!(f.backend, Backend::Epoll);
-        assert!(!f.buf_ring && !f.recv_multishot && !f.direct_descriptors);
+        assert!(f.buf_ring && f.recv_multishot && !f.recv_bundle && !f.direct_descriptors);
         let s = f.to_string();
-        assert!(s.starts_with("backend: epoll (forced by a test); granted: (none); off: registered_ring_fd (epoll backend), "), "{s}");
+        assert!(s.starts_with("backend: epoll (forced by a test); granted: buf_ring|recv_multishot; off: registered_ring_fd (epoll backend), "), "{s}");
         assert!(s.contains("min_timeout (epoll backend)"), "{s}");
+        let f = Features::readiness(&config, "forced by a test");
+        assert!(f.to_string().contains("min_timeout (builder)"), "{f}");
     }
 }

@@ -18,6 +18,7 @@
 //! kernel has run the cancel (inline, at submission) before the key can name another op.
 
 mod backend;
+mod buf_rings;
 mod enter;
 pub(crate) mod features;
 mod fixed;
@@ -406,75 +407,6 @@ impl Driver {
             self.submit_now();
         }
         Ok(())
-    }
-
-    /// Registers a provided-buffer ring under `bgid`, with `flags` (`IOU_PBUF_RING_*`).
-    ///
-    /// # Safety
-    /// `addr` points to `entries` page-aligned `io_uring_buf`s that stay valid until
-    /// `unregister_buf_ring(bgid)` or the ring's end.
-    pub(crate) unsafe fn register_buf_ring(
-        &mut self,
-        addr: u64,
-        entries: u16,
-        bgid: u16,
-        flags: u16,
-    ) -> io::Result<()> {
-        let Kernel::Uring(ring) = &self.kernel else {
-            return Err(self.kernel.ring_only("provided-buffer rings"));
-        };
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(addr, entries, bgid, flags)
-        }
-    }
-
-    /// The kernel's head of provided-buffer ring `bgid` (`IORING_REGISTER_PBUF_STATUS`,
-    /// Linux 6.8): the entries before it were picked, those from it to the tail are free.
-    pub(crate) fn buf_ring_head(&self, bgid: u16) -> io::Result<u16> {
-        /// `struct io_uring_buf_status`.
-        #[repr(C)]
-        struct BufStatus {
-            buf_group: u32,
-            head: u32,
-            resv: [u32; 8],
-        }
-        const IORING_REGISTER_PBUF_STATUS: libc::c_uint = 26;
-        if let Kernel::Readiness(_) = self.kernel {
-            return Err(self.kernel.ring_only("provided-buffer rings"));
-        }
-        let mut status = BufStatus {
-            buf_group: u32::from(bgid),
-            head: 0,
-            resv: [0; 8],
-        };
-        // SAFETY: io_uring_register(2) with PBUF_STATUS reads and writes one
-        // `io_uring_buf_status`, which `status` is, alive for the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_register,
-                self.ring_fd(),
-                IORING_REGISTER_PBUF_STATUS,
-                std::ptr::addr_of_mut!(status),
-                1,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(status.head as u16)
-    }
-
-    /// Unregisters a provided-buffer ring; the kernel picks no buffer from it afterwards.
-    pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) {
-        let Kernel::Uring(ring) = &self.kernel else {
-            // Never registered on the readiness backend.
-            return;
-        };
-        if let Err(e) = ring.submitter().unregister_buf_ring(bgid) {
-            panic!("unregistering buffer ring {bgid} failed: {e}");
-        }
     }
 
     /// Queues an `ASYNC_CANCEL` for the op in slot `key`; its own CQE is dropped.

@@ -13,15 +13,19 @@
 //!   submission order behind the others on its fd and side, until epoll says the fd is
 //!   ready (each fd is registered once, edge-triggered, on first use, and set
 //!   non-blocking), and is retried then;
-//! - multishot accepts and polls keep posting CQEs flagged `IORING_CQE_F_MORE` on each
-//!   readiness, as the kernel's do;
+//! - multishot accepts, receives and polls keep posting CQEs flagged `IORING_CQE_F_MORE` on
+//!   each readiness, as the kernel's do;
+//! - provided-buffer rings ([`pbuf`]) are played in user space: a receive or read that
+//!   selects a buffer takes the ring's head entry only when bytes arrive, so the default read
+//!   path (one multishot receive per connection on the core's shared ring) is the same as on
+//!   io_uring, and an idle connection holds no buffer;
 //! - file and path ops (and reads and writes of regular files, which epoll refuses) run
 //!   on the blocking pool; a read tries `preadv2(RWF_NOWAIT)` on the core first, which
 //!   the page cache answers without blocking;
 //! - linked SQEs run in order, the rest of a chain cancelled when one fails; a cancel
 //!   removes a waiting op and posts its `-ECANCELED`;
-//! - io_uring-only ops and flags (provided buffers, direct descriptors, `MSG_RING`,
-//!   socket commands) answer `EINVAL` (`EBADF` for a direct descriptor), as a kernel
+//! - io_uring-only ops and flags (direct descriptors, `MSG_RING`, socket commands, bundles,
+//!   incremental buffers) answer `EINVAL` (`EBADF` for a direct descriptor), as a kernel
 //!   without them does; the [`Features`](crate::Features) that use them are off.
 //!
 //! # Invariant
@@ -31,6 +35,8 @@
 //! owned by the driver's slot until the job's CQE, as the kernel's in-flight ops do.
 
 mod exec;
+pub(crate) mod pbuf;
+mod run;
 pub(crate) mod sqe;
 mod table;
 
@@ -41,12 +47,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use io_uring::opcode;
-
 use crate::blocking::Job;
-use exec::Try;
-use sqe::{Class, Dir, RawSqe, IORING_ACCEPT_MULTISHOT, IORING_CQE_F_MORE, IORING_POLL_ADD_MULTI};
-use table::{Kind, Side, Table};
+use sqe::RawSqe;
+use table::{Kind, Table};
 
 use super::sq::Sq;
 
@@ -118,6 +121,8 @@ pub(crate) struct Readiness {
     finished: Arc<Finished>,
     offload: Option<Offload>,
     events: Vec<libc::epoll_event>,
+    /// Provided-buffer rings registered with this backend.
+    rings: pbuf::Rings,
     /// Whether `epoll_pwait2` (nanosecond timeouts, Linux 5.11) is there.
     pwait2: bool,
 }
@@ -179,6 +184,7 @@ impl Readiness {
             finished,
             offload,
             events: Vec::with_capacity(EVENTS),
+            rings: pbuf::Rings::default(),
             pwait2: true,
         })
     }
@@ -186,6 +192,34 @@ impl Readiness {
     /// The epoll fd (what `Driver::ring_fd` names on this backend).
     pub(crate) fn fd(&self) -> i32 {
         self.epoll.as_raw_fd()
+    }
+
+    /// Registers a provided-buffer ring (see [`pbuf`]). `Err`: the errno the kernel's
+    /// registration would answer.
+    ///
+    /// # Safety
+    /// `addr` points to `entries` ring entries that stay valid until
+    /// [`unregister_buf_ring`](Readiness::unregister_buf_ring) or the backend's end.
+    pub(crate) unsafe fn register_buf_ring(
+        &mut self,
+        addr: u64,
+        entries: u16,
+        bgid: u16,
+        flags: u16,
+    ) -> io::Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.rings.register(addr, entries, bgid, flags) }
+            .map_err(io::Error::from_raw_os_error)
+    }
+
+    /// Unregisters ring `bgid`: no receive picks from it afterwards.
+    pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) -> bool {
+        self.rings.unregister(bgid)
+    }
+
+    /// The head of ring `bgid`: the entries before it were picked.
+    pub(crate) fn buf_ring_head(&self, bgid: u16) -> Option<u16> {
+        self.rings.head(bgid)
     }
 
     /// The next CQE posted.
@@ -345,215 +379,6 @@ impl Readiness {
         }
     }
 
-    /// epoll says `fd` is ready (`bits`): retries its waiting ops.
-    fn ready(&mut self, fd: i32, bits: u32) {
-        if self.table.fd(fd).kind != Kind::Ready {
-            return;
-        }
-        let err = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
-        let readable = bits & ((libc::EPOLLIN | libc::EPOLLRDHUP) as u32 | err) != 0;
-        let writable = bits & (libc::EPOLLOUT as u32 | err) != 0;
-        if readable {
-            self.table.fd(fd).in_ready = true;
-            self.retry(fd, Dir::Read);
-        }
-        if writable {
-            self.table.fd(fd).out_ready = true;
-            self.retry(fd, Dir::Write);
-        }
-        if self.table.fd(fd).has_waiting(Side::Poll) {
-            self.retry_polls(fd, bits);
-        }
-    }
-
-    /// Retries the ops waiting on `fd`'s `dir` side in order, until one would block.
-    fn retry(&mut self, fd: i32, dir: Dir) {
-        let side = Side::Dir(dir);
-        while let Some(w) = self.table.front(fd, side) {
-            let multishot =
-                w.sqe.opcode == opcode::Accept::CODE && w.sqe.ioprio & IORING_ACCEPT_MULTISHOT != 0;
-            // SAFETY: a waiting op's memory is its own until its final CQE (module invariant).
-            let r = unsafe { exec::try_ready(&mut w.sqe, &mut w.state) };
-            let s = w.sqe;
-            match r {
-                Try::Again => {
-                    self.set_ready(fd, dir, false);
-                    return;
-                }
-                Try::Done(r) if multishot && r >= 0 => self.post(&s, r, IORING_CQE_F_MORE),
-                Try::Done(r) => {
-                    self.table.pop(fd, side);
-                    self.complete(s, r);
-                }
-            }
-        }
-    }
-
-    /// Completes the polls waiting on `fd` that `bits` satisfy.
-    fn retry_polls(&mut self, fd: i32, bits: u32) {
-        for ud in self.table.user_data_of(fd, Side::Poll) {
-            let Some(w) = self.table.remove(ud) else {
-                continue;
-            };
-            let s = w.sqe;
-            let revents = bits & (s.op_flags | (libc::POLLERR | libc::POLLHUP) as u32);
-            if revents == 0 {
-                self.table.push(fd, Side::Poll, s, 0);
-            } else if s.len & IORING_POLL_ADD_MULTI != 0 {
-                self.post(&s, revents as i32, IORING_CQE_F_MORE);
-                self.table.push(fd, Side::Poll, s, 0);
-            } else {
-                self.complete(s, revents as i32);
-            }
-        }
-    }
-
-    fn set_ready(&mut self, fd: i32, dir: Dir, on: bool) {
-        let e = self.table.fd(fd);
-        match dir {
-            Dir::Read => e.in_ready = on,
-            Dir::Write => e.out_ready = on,
-        }
-    }
-
-    /// What the backend knows of `fd`, registering it with epoll (and making it
-    /// non-blocking) on first use. `Err`: the op's result (`-EBADF`, `-ENOSPC`, ...).
-    fn classify(&mut self, fd: i32) -> Result<Kind, i32> {
-        if fd < 0 {
-            return Err(-libc::EBADF);
-        }
-        match self.table.fd(fd).kind {
-            Kind::Unknown => {}
-            known => return Ok(known),
-        }
-        let mut ev = libc::epoll_event {
-            events: INTEREST,
-            u64: fd as u64,
-        };
-        // SAFETY: a live epoll_event; no other memory.
-        let r =
-            unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
-        let kind = if r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
-            let on: libc::c_int = 1;
-            // SAFETY: FIONBIO reads one int; the fd is open (epoll just took it).
-            unsafe { libc::ioctl(fd, libc::FIONBIO, &on) };
-            Kind::Ready
-        } else {
-            match io::Error::last_os_error().raw_os_error() {
-                Some(libc::EPERM) => Kind::File,
-                Some(e) => return Err(-e),
-                None => return Err(-libc::EIO),
-            }
-        };
-        let e = self.table.fd(fd);
-        e.kind = kind;
-        e.in_ready = true;
-        e.out_ready = true;
-        Ok(kind)
-    }
-
-    /// Starts the chained ops whose turn came.
-    fn run_starts(&mut self) {
-        while let Some(s) = self.starts.pop_front() {
-            self.start(s);
-        }
-    }
-
-    /// Carries out one SQE: now, or once its fd is ready, or on the pool.
-    fn start(&mut self, s: RawSqe) {
-        if s.flags & sqe::IOSQE_FIXED_FILE != 0 {
-            return self.complete(s, -libc::EBADF);
-        }
-        if s.uses_ring_only_feature() {
-            return self.complete(s, -libc::EINVAL);
-        }
-        match Class::of(s.opcode) {
-            Class::Inline if s.opcode == opcode::AsyncCancel::CODE => self.cancel(s),
-            Class::Inline => {
-                if s.opcode == opcode::Close::CODE {
-                    self.release_fd(s.fd);
-                }
-                // SAFETY: the op's memory is its own until its CQE (module invariant).
-                let r = unsafe { exec::inline(&s) };
-                self.complete(s, r);
-            }
-            Class::Ready(_) if s.opcode == opcode::WaitId::CODE && s.len != libc::P_PIDFD => {
-                self.offload(s)
-            }
-            Class::Ready(dir) => self.start_ready(s, dir),
-            Class::Poll => self.start_poll(s),
-            Class::Pool => self.offload(s),
-            Class::Unsupported => self.complete(s, -libc::EINVAL),
-        }
-    }
-
-    fn start_ready(&mut self, s: RawSqe, dir: Dir) {
-        let fd = s.fd;
-        match self.classify(fd) {
-            Err(r) => self.complete(s, r),
-            Ok(Kind::File) => match s.opcode {
-                opcode::Read::CODE | opcode::Readv::CODE => {
-                    // SAFETY: as in `start`.
-                    match unsafe { exec::read_nowait(&s) } {
-                        Try::Done(r) => self.complete(s, r),
-                        Try::Again => self.offload(s),
-                    }
-                }
-                opcode::Write::CODE | opcode::Writev::CODE => self.offload(s),
-                _ => {
-                    // SAFETY: as in `start`.
-                    let r = unsafe { exec::inline(&s) };
-                    self.complete(s, r);
-                }
-            },
-            Ok(_) => {
-                let side = Side::Dir(dir);
-                let e = *self.table.fd(fd);
-                let ready = match dir {
-                    Dir::Read => e.in_ready,
-                    Dir::Write => e.out_ready,
-                };
-                if e.has_waiting(side) || !ready {
-                    self.table.push(fd, side, s, 0);
-                    return;
-                }
-                let multishot =
-                    s.opcode == opcode::Accept::CODE && s.ioprio & IORING_ACCEPT_MULTISHOT != 0;
-                let mut state = 0;
-                let mut s = s;
-                loop {
-                    // SAFETY: as in `start`.
-                    match unsafe { exec::try_ready(&mut s, &mut state) } {
-                        Try::Again => {
-                            self.set_ready(fd, dir, false);
-                            self.table.push(fd, side, s, state);
-                            return;
-                        }
-                        Try::Done(r) if multishot && r >= 0 => self.post(&s, r, IORING_CQE_F_MORE),
-                        Try::Done(r) => return self.complete(s, r),
-                    }
-                }
-            }
-        }
-    }
-
-    fn start_poll(&mut self, s: RawSqe) {
-        let fd = s.fd;
-        let kind = match self.classify(fd) {
-            Err(r) => return self.complete(s, r),
-            Ok(k) => k,
-        };
-        match exec::try_poll(fd, s.op_flags) {
-            Try::Done(r) if r >= 0 && kind == Kind::Ready && s.len & IORING_POLL_ADD_MULTI != 0 => {
-                self.post(&s, r, IORING_CQE_F_MORE);
-                self.table.push(fd, Side::Poll, s, 0);
-            }
-            Try::Done(r) => self.complete(s, r),
-            // A regular file is always ready; `Again` comes only from a readiness fd.
-            Try::Again => self.table.push(fd, Side::Poll, s, 0),
-        }
-    }
-
     /// Runs `s` on the blocking pool; its CQE is posted when the job returns.
     fn offload(&mut self, s: RawSqe) {
         let op = PoolOp {
@@ -632,7 +457,12 @@ impl Readiness {
     /// `s` finished with `res`: posts its final CQE, and starts its chain's next op (or
     /// cancels the chain's rest if `s` failed).
     fn complete(&mut self, s: RawSqe, res: i32) {
-        self.post(&s, res, 0);
+        self.complete_with(s, res, 0);
+    }
+
+    /// [`complete`](Readiness::complete) with CQE flags (a receive's buffer).
+    fn complete_with(&mut self, s: RawSqe, res: i32, flags: u32) {
+        self.post(&s, res, flags);
         if self.chains.is_empty() {
             return;
         }

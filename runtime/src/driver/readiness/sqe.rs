@@ -53,12 +53,6 @@ impl RawSqe {
     pub(crate) fn skip_success(&self) -> bool {
         self.flags & IOSQE_CQE_SKIP_SUCCESS != 0
     }
-
-    /// Whether the SQE names a direct descriptor or picks a provided buffer: io_uring-only
-    /// features, which the readiness backend answers with an error.
-    pub(crate) fn uses_ring_only_feature(&self) -> bool {
-        self.flags & (IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT) != 0
-    }
 }
 
 pub(crate) const IOSQE_FIXED_FILE: u8 = 1 << 0;
@@ -69,6 +63,8 @@ pub(crate) const IOSQE_CQE_SKIP_SUCCESS: u8 = 1 << 6;
 
 /// `IORING_ACCEPT_MULTISHOT`, in `ioprio`.
 pub(crate) const IORING_ACCEPT_MULTISHOT: u16 = 1 << 0;
+/// `IORING_RECV_MULTISHOT`, in `ioprio`.
+pub(crate) const IORING_RECV_MULTISHOT: u16 = 1 << 1;
 /// `IORING_POLL_ADD_MULTI`, in `len`.
 pub(crate) const IORING_POLL_ADD_MULTI: u32 = 1 << 0;
 /// `IORING_NOP_INJECT_RESULT`, in `op_flags`: the NOP completes with `len`.
@@ -117,6 +113,7 @@ impl Class {
             | opcode::RecvMsg::CODE
             | opcode::Read::CODE
             | opcode::Readv::CODE
+            | opcode::ReadMulti::CODE
             | opcode::Accept::CODE
             | opcode::WaitId::CODE => Ready(Dir::Read),
             opcode::Send::CODE
