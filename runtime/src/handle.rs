@@ -83,8 +83,9 @@ impl Handle {
         self.set.len()
     }
 
-    /// Spawns a `Send` future on one of the runtime's cores, placed as
-    /// [`spawn`](crate::spawn) places it (round-robin).
+    /// Spawns a `Send` future on one of the runtime's cores, dealt out round-robin (from a
+    /// task, [`spawn`](crate::spawn) keeps the task on its core unless another core is
+    /// idle).
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,

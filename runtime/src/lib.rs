@@ -57,7 +57,7 @@ pub use builder::Builder;
 pub use driver::{Backend, Features, RingFlags};
 pub use executor::{
     cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
-    JoinError, JoinHandle,
+    JoinError, JoinHandle, Placement,
 };
 pub use handle::{Handle, TryCurrentError};
 pub use macros::{main, test};

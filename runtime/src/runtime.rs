@@ -40,9 +40,10 @@ impl Runtime {
         self.core.block_on(future)
     }
 
-    /// Spawns a `Send` future on one of the runtime's cores, placed as
-    /// [`spawn`](crate::spawn) places it (round-robin), from outside the runtime (tokio's
-    /// `Runtime::spawn`); the handle may be awaited anywhere.
+    /// Spawns a `Send` future on one of the runtime's cores, dealt out round-robin, from
+    /// outside the runtime (tokio's `Runtime::spawn`); the handle may be awaited anywhere.
+    /// (From a task, [`spawn`](crate::spawn) keeps the task on its core unless another
+    /// core is idle.)
     ///
     /// A task placed on a worker core starts at once; one placed on core 0 (this thread's)
     /// runs when this thread next drives the runtime ([`block_on`](Runtime::block_on)).
@@ -127,6 +128,7 @@ pub(crate) fn core_stats(core: &Core) -> Stats {
         tasks_polled: c.tasks_polled,
         remote_wakes: c.remote_wakes,
         tasks_alive: c.tasks_alive,
+        tasks_stolen: c.tasks_stolen,
     }
 }
 

@@ -32,6 +32,9 @@ pub struct Stats {
     /// Tasks on this core that have not finished yet (spawned, not completed or aborted):
     /// a gauge, not a counter. A difference of two snapshots keeps the later one's value.
     pub tasks_alive: u64,
+    /// Never-polled `Send` tasks this core took from other cores' queues to run
+    /// ([`Placement::Local`](crate::Placement::Local)).
+    pub tasks_stolen: u64,
 }
 
 impl Sub for Stats {
@@ -45,6 +48,7 @@ impl Sub for Stats {
             tasks_polled: self.tasks_polled - rhs.tasks_polled,
             remote_wakes: self.remote_wakes - rhs.remote_wakes,
             tasks_alive: self.tasks_alive,
+            tasks_stolen: self.tasks_stolen - rhs.tasks_stolen,
         }
     }
 }

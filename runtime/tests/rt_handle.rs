@@ -115,8 +115,12 @@ fn block_on_on_a_core_thread_panics_instead_of_stalling_the_core() {
 }
 
 #[test]
-fn spawn_places_send_tasks_round_robin_over_the_cores() {
-    let rt = runtime::Builder::new().cores(2).build().unwrap();
+fn spawn_places_send_tasks_round_robin_over_the_cores_when_asked() {
+    let rt = runtime::Builder::new()
+        .cores(2)
+        .spawn_placement(runtime::Placement::RoundRobin)
+        .build()
+        .unwrap();
     let cores = rt.block_on(async {
         let handles: Vec<_> = (0..8)
             .map(|_| runtime::spawn(async { runtime::current_core().unwrap() }))

@@ -172,10 +172,11 @@ impl Builder {
             }
             e
         };
-        let set = Arc::new(CoreSet::new(BlockingPool::new(
-            self.max_blocking_threads,
-            self.thread_keep_alive,
-        )));
+        let set = Arc::new(CoreSet::new(
+            BlockingPool::new(self.max_blocking_threads, self.thread_keep_alive),
+            self.placement,
+            self.cores,
+        ));
         let core = Core::new(&want, 0, set.clone()).map_err(unpin)?;
         let workers = self.start_workers(&cpu_of, &want, &set).map_err(unpin)?;
         let mut all = vec![core.shared.clone()];

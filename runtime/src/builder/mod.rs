@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::blocking;
 use crate::driver::{feature_bit as bit, Backend, RingConfig};
+use crate::executor::Placement;
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -57,6 +58,7 @@ pub struct Builder {
     cores: usize,
     cpus: Option<Vec<usize>>,
     pin: Option<bool>,
+    placement: Placement,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
     no_sqarray: bool,
@@ -171,6 +173,7 @@ impl Builder {
             cores: 1,
             cpus: None,
             pin: None,
+            placement: Placement::Local,
             max_blocking_threads: blocking::DEFAULT_MAX_THREADS,
             thread_keep_alive: blocking::DEFAULT_KEEP_ALIVE,
             no_sqarray: true,
@@ -280,6 +283,30 @@ impl Builder {
     /// programs share the CPUs.
     pub fn pin(mut self, on: bool) -> Builder {
         self.pin = Some(on);
+        self
+    }
+
+    /// Where [`spawn`](crate::spawn) puts a `Send` task on a runtime of several cores:
+    /// [`Placement::Local`] (the default: on the spawning core, taken by an idle core
+    /// before its first poll) or [`Placement::RoundRobin`] (dealt out over the cores, never
+    /// moved). [`spawn_on`](crate::spawn_on) and [`spawn_local`](crate::spawn_local) place
+    /// tasks explicitly under either.
+    ///
+    /// ```
+    /// let rt = runtime::Builder::new()
+    ///     .cores(2)
+    ///     .spawn_placement(runtime::Placement::RoundRobin)
+    ///     .build()?;
+    /// let cores = rt.block_on(async {
+    ///     let a = runtime::spawn(async { runtime::current_core() });
+    ///     let b = runtime::spawn(async { runtime::current_core() });
+    ///     (a.await.unwrap(), b.await.unwrap())
+    /// });
+    /// assert_eq!(cores, (Some(0), Some(1)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_placement(mut self, placement: Placement) -> Builder {
+        self.placement = placement;
         self
     }
 

@@ -20,9 +20,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::task::AtomicWaker;
 
+use super::fresh::{FreshQueue, Idle};
 use crate::blocking::BlockingPool;
 use crate::context::{self, CoreId};
-use crate::executor::RawTask;
+use crate::executor::{Placement, RawTask};
 
 /// The part of a core other threads reach.
 pub(crate) struct Shared {
@@ -39,6 +40,9 @@ pub(crate) struct Shared {
     /// Asks a worker core's loop to return (runtime shutdown).
     pub(crate) stop: AtomicBool,
     pub(crate) stop_waker: AtomicWaker,
+    /// `Send` tasks spawned here and never polled, which an idle core may take
+    /// (`cores::fresh`).
+    pub(crate) fresh: FreshQueue,
 }
 
 #[derive(Default)]
@@ -76,6 +80,7 @@ impl Shared {
             remote_wakes: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             stop_waker: AtomicWaker::new(),
+            fresh: FreshQueue::default(),
         })
     }
 
@@ -159,23 +164,61 @@ impl Shared {
     }
 }
 
-/// The cores of one runtime, by index, and what they share: the blocking pool and the
-/// placement counter of `spawn`.
+/// The cores of one runtime, by index, and what they share: the blocking pool, where
+/// `spawn` puts tasks, and which cores sleep.
 pub(crate) struct CoreSet {
     cores: OnceLock<Vec<Arc<Shared>>>,
     pub(crate) pool: BlockingPool,
+    /// Where `spawn` puts a `Send` task (`Builder::spawn_placement`).
+    pub(crate) placement: Placement,
+    /// How many cores the runtime has (known before they all exist: a worker's first
+    /// sleep already registers it as idle).
+    count: usize,
     /// Round-robin placement of `Send` tasks (see `executor::spawn`).
     next: AtomicUsize,
+    /// Cores asleep that another core may wake to take stealable tasks.
+    pub(crate) idle: Idle,
 }
 
 impl CoreSet {
     /// A set whose cores are recorded later (`set`), sharing `pool`.
-    pub(crate) fn new(pool: BlockingPool) -> CoreSet {
+    pub(crate) fn new(pool: BlockingPool, placement: Placement, count: usize) -> CoreSet {
         CoreSet {
             cores: OnceLock::new(),
             pool,
+            placement,
+            count,
             next: AtomicUsize::new(0),
+            idle: Idle::default(),
         }
+    }
+
+    /// Whether cores take each other's stealable tasks: more than one core, and `spawn`
+    /// keeps tasks local.
+    #[inline]
+    pub(crate) fn balances(&self) -> bool {
+        self.placement == Placement::Local && self.count > 1
+    }
+
+    /// Wakes one sleeping core other than `from`, if any, to take stealable tasks.
+    pub(crate) fn wake_idle(&self, from: usize) {
+        if let Some(index) = self.idle.take_one(from) {
+            if let Some(core) = self.get(index) {
+                core.notify();
+            }
+        }
+    }
+
+    /// Whether any core has stealable tasks waiting (`SeqCst`: see `cores::fresh`).
+    pub(crate) fn any_fresh(&self) -> bool {
+        self.cores
+            .get()
+            .is_some_and(|cores| cores.iter().any(|c| c.fresh.len() > 0))
+    }
+
+    /// All the runtime's cores.
+    pub(crate) fn all(&self) -> &[Arc<Shared>] {
+        self.cores.get().map_or(&[], Vec::as_slice)
     }
 
     /// The core the next `Send` task goes to: round-robin over the runtime's cores.

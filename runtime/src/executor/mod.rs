@@ -15,6 +15,7 @@
 //! long as a `block_on` or the runtime's shutdown is on the stack); ops, timers and spawns
 //! reach their core through it.
 
+mod balance;
 mod id;
 mod join;
 mod join_set;
@@ -35,7 +36,7 @@ use slab::Slab;
 
 use crate::buf::CoreRing;
 use crate::context::{self, coop, CoreContext};
-use crate::cores::{CoreSet, Shared};
+use crate::cores::{CoreSet, Fresh, Shared};
 use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
 pub use id::Id;
@@ -45,6 +46,7 @@ pub use join_set::JoinSet;
 pub(crate) use spawn::blocking_job;
 pub use spawn::{
     cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
+    Placement,
 };
 use task::LocalQueue;
 pub(crate) use task::RawTask;
@@ -54,6 +56,10 @@ pub(crate) const TASKS_PER_TICK: usize = 128;
 
 /// How long a core that was just woken from another thread watches for the next such wake
 /// before it sleeps in the kernel (only then: an idle core never spins).
+///
+/// Kept by measurement (`bench pingpong`, cross-core round trip, 2 CPUs): 0 us gives
+/// 47-49 us per round trip (every message wakes a sleeping CPU, 2 enters per trip), 20 us
+/// 5.5-6.7 us, 60 us 6.5-6.6 us (no better, more CPU burnt).
 const SPIN_AFTER_REMOTE_WAKE: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// One core: its ring, its queues, its timers. Lives on its thread only.
@@ -66,6 +72,14 @@ pub(crate) struct Core {
     /// Every core of this core's runtime, for `spawn_on`.
     pub(crate) set: Arc<CoreSet>,
     queue: LocalQueue,
+    /// The newest `Send` task spawned here, never stolen (`balance`).
+    slot: RefCell<Option<Fresh>>,
+    /// Slot tasks run in a row.
+    slot_runs: Cell<u8>,
+    /// Tasks picked, for `balance`'s turn of the stealable queue.
+    picks: Cell<u32>,
+    /// Tasks taken from other cores' stealable queues.
+    stolen: Cell<u64>,
     owned: RefCell<Slab<RawTask>>,
     tasks_polled: Cell<u64>,
     spare_wakers: RefCell<Vec<Waker>>,
@@ -80,8 +94,8 @@ pub(crate) use context::with_core;
 /// wake here is local). `None` on any other thread, or outside the loop. One thread-local
 /// access.
 #[inline]
-fn on_owner<R>(owner: &Arc<Shared>, f: impl FnOnce(&Core) -> R) -> Option<R> {
-    with_core(|core| Arc::ptr_eq(&core.shared, owner).then(|| f(core))).flatten()
+fn on_owner<R>(owner: &Shared, f: impl FnOnce(&Core) -> R) -> Option<R> {
+    with_core(|core| std::ptr::eq(Arc::as_ptr(&core.shared), owner).then(|| f(core))).flatten()
 }
 
 /// A finished task leaves its core's task list (`task::raw` calls this).
@@ -117,6 +131,7 @@ pub(crate) struct CoreCounters {
     pub(crate) tasks_polled: u64,
     pub(crate) remote_wakes: u64,
     pub(crate) tasks_alive: u64,
+    pub(crate) tasks_stolen: u64,
 }
 
 impl Core {
@@ -139,6 +154,10 @@ impl Core {
             shared,
             set,
             queue: LocalQueue::new(),
+            slot: RefCell::new(None),
+            slot_runs: Cell::new(0),
+            picks: Cell::new(0),
+            stolen: Cell::new(0),
             owned: RefCell::new(Slab::with_capacity(256)),
             tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
@@ -151,6 +170,7 @@ impl Core {
             tasks_polled: self.tasks_polled.get(),
             remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
             tasks_alive: self.owned.borrow().len() as u64,
+            tasks_stolen: self.stolen.get(),
         }
     }
 
@@ -199,6 +219,9 @@ impl Core {
             if main.woken.swap(false, Ordering::AcqRel) {
                 coop::reset();
                 if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                    // A task waiting in the slot would wait for this thread's next
+                    // `block_on`: an idle core may take it instead.
+                    self.release_slot();
                     // Hand the kernel what the last poll queued (a MSG_RING wake of another
                     // core, say) before this thread stops entering it.
                     self.ctx.driver.borrow_mut().park(false, None);
@@ -225,11 +248,23 @@ impl Core {
         }
         *self.spare_wakers.borrow_mut() = wakers;
 
-        // 2. Submit; wait in the kernel only when nothing is ready.
-        let ready = self.ready(main_woken) || (remote && self.spin_for_wake(main_woken));
+        // 2. Submit; wait in the kernel only when nothing is ready. A core with nothing to
+        // run takes stealable tasks from another core first, and registers as idle (then
+        // looks once more) before it waits.
+        let balances = self.set.balances();
+        let mut ready = self.ready(main_woken)
+            || (balances && self.steal())
+            || (remote && self.spin_for_wake(main_woken));
+        let idle = balances && !ready;
+        if idle {
+            ready = !self.go_idle() || self.ready(main_woken);
+        }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let mut driver = self.ctx.driver.borrow_mut();
         driver.park(!ready, timeout);
+        if idle {
+            self.set.idle.leave(self.shared.index);
+        }
 
         // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
         driver.reap(task::wake);
@@ -248,7 +283,7 @@ impl Core {
     fn run_tasks(&self) {
         let mut polled = 0;
         while polled < TASKS_PER_TICK {
-            let Some(task) = self.queue.pop() else {
+            let Some(task) = self.next_task() else {
                 break;
             };
             polled += 1;
@@ -261,6 +296,7 @@ impl Core {
     /// Whether there is work without waiting: a queued task, the main future, a remote wake.
     fn ready(&self, main_woken: &AtomicBool) -> bool {
         !self.queue.is_empty()
+            || self.has_fresh()
             || main_woken.load(Ordering::Acquire)
             || self.shared.notified.load(Ordering::Acquire)
     }
@@ -309,8 +345,10 @@ impl Core {
     pub(crate) fn shutdown(&self) {
         let _enter = context::Enter::new(self);
         loop {
+            // Never-polled tasks first (their drops may spawn more, which end here too).
+            let fresh = self.cancel_fresh();
             let tasks: Vec<RawTask> = self.owned.borrow_mut().drain().collect();
-            if tasks.is_empty() {
+            if tasks.is_empty() && !fresh {
                 break;
             }
             for t in tasks {

@@ -35,26 +35,27 @@ where
         .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
 }
 
-/// Spawns a `Send` future on one of the runtime's cores.
+/// Spawns a `Send` future, on the current core unless another core is idle.
 ///
-/// Placement: round-robin over the runtime's cores, starting from core 0, whichever core
-/// spawns (so a core that spawns many tasks spreads them over all cores); on a one-core
-/// runtime, the current core. A task placed on another core travels through that core's
-/// remote queue and wakes it; the task then stays on that core for its whole life.
-/// [`spawn_local`] keeps a task on the current core (and accepts futures that are not
-/// `Send`); [`spawn_on`] picks the core.
+/// Placement ([`Placement::Local`], the default): the task is queued on the current core,
+/// the newest in a slot that runs next (so a child that its parent awaits runs at once,
+/// where its parent runs), older ones in a queue that an idle core of the same runtime may
+/// take from before it sleeps. A task moves only before its first poll; once polled it
+/// stays on its core for its whole life. With
+/// [`Builder::spawn_placement(Placement::RoundRobin)`](crate::Builder::spawn_placement),
+/// tasks are dealt out over the cores instead. [`spawn_local`] keeps a task on the current
+/// core (and accepts futures that are not `Send`); [`spawn_on`] picks the core.
 ///
 /// # Panics
 /// Outside a runtime.
 ///
 /// ```
 /// let rt = runtime::Builder::new().cores(2).build().unwrap();
-/// let cores = rt.block_on(async {
-///     let a = runtime::spawn(async { runtime::current_core() });
-///     let b = runtime::spawn(async { runtime::current_core() });
-///     (a.await.unwrap(), b.await.unwrap())
+/// let core = rt.block_on(async {
+///     // The child runs where its parent awaits it.
+///     runtime::spawn(async { runtime::current_core() }).await.unwrap()
 /// });
-/// assert_eq!(cores, (Some(0), Some(1)));
+/// assert_eq!(core, Some(0));
 /// ```
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
@@ -62,11 +63,30 @@ where
     F::Output: Send + 'static,
 {
     with_core(|core| {
+        if core.set.balances() {
+            return core.spawn_stealable(future);
+        }
         let target = core.set.place();
         // SAFETY: the future is `Send`, so it may move to the target core's thread.
         unsafe { spawn_on_core(core, target, future) }
     })
     .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
+}
+
+/// Where [`spawn`] puts a `Send` task on a runtime of several cores
+/// ([`Builder::spawn_placement`](crate::Builder::spawn_placement)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Placement {
+    /// On the spawning core; an idle core may take it before its first poll (the
+    /// default). Keeps a task near the data its parent just touched, and spreads work only
+    /// when another core has nothing to do: what tokio's multi-thread scheduler does.
+    #[default]
+    Local,
+    /// Dealt out over the cores in turn, starting from core 0, whichever core spawns;
+    /// never moved afterwards. For many long, independent tasks spawned from one place
+    /// when every core is known to be free (no stealing happens under this placement).
+    RoundRobin,
 }
 
 /// Runs the blocking function `f` on the runtime's blocking pool, and returns a handle

@@ -37,8 +37,12 @@ struct Vtable {
 pub(crate) struct Header {
     pub(super) state: State,
     vtable: &'static Vtable,
-    /// The owning core: where wakes send the task.
-    pub(crate) shared: Arc<Shared>,
+    /// The owning core, where wakes send the task: one strong count of an `Arc<Shared>`
+    /// (`Arc::into_raw`), freed with the task. Changed only by [`RawTask::rehome`], while
+    /// the task has never been polled and waits in a stealable queue (so no waker exists,
+    /// and an abort does not read it: see [`RawTask::abort`]); every other read happens
+    /// after that change (the thief polls it, and hands wakers out, only afterwards).
+    owner: AtomicPtr<Shared>,
     /// The task's id, for its handles and its `JoinError`.
     pub(crate) id: Id,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
@@ -50,6 +54,16 @@ pub(crate) struct Header {
     /// relaxed, like `queued`.
     pub(super) next: AtomicPtr<Header>,
     join_waker: AtomicWaker,
+}
+
+impl Header {
+    /// The owning core (see the field).
+    #[inline(always)]
+    pub(crate) fn owner(&self) -> &Shared {
+        // SAFETY: the header holds a strong count of its owner for as long as it lives,
+        // and the pointer changes only where nothing reads it (`RawTask::rehome`).
+        unsafe { &*self.owner.load(Ordering::Relaxed) }
+    }
 }
 
 enum Stage<F: Future> {
@@ -89,7 +103,7 @@ impl RawTask {
             header: Header {
                 state: State::new(!local),
                 vtable: vtable::<F>(),
-                shared,
+                owner: AtomicPtr::new(Arc::into_raw(shared).cast_mut()),
                 id,
                 owned_key: AtomicUsize::new(NOT_OWNED),
                 queued: AtomicBool::new(local),
@@ -107,6 +121,25 @@ impl RawTask {
     fn header(&self) -> &Header {
         // SAFETY: the reference we hold keeps the cell alive.
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// Makes `to` the task's owning core: a task taken from another core's stealable queue
+    /// (`cores::Fresh`), before the thief adopts it.
+    ///
+    /// Only for a task that was never polled and whose queue entry (`SCHEDULED` set since
+    /// its creation) the caller holds: no waker exists and no abort reads the owner until
+    /// the entry is taken (`into_local`, after this), so nothing else reads it meanwhile.
+    pub(crate) fn rehome(&self, to: &Arc<Shared>) {
+        let h = self.header();
+        debug_assert!(
+            h.state.load().is_scheduled(),
+            "rehome of a task not in a queue"
+        );
+        let new = Arc::into_raw(to.clone()).cast_mut();
+        let old = h.owner.swap(new, Ordering::AcqRel);
+        // SAFETY: `old` is the strong count the header held (from `Arc::into_raw`), and
+        // nothing else reads it (see above).
+        drop(unsafe { Arc::from_raw(old) });
     }
 
     /// Polls the task once (owning thread only), consuming this run-queue reference.
@@ -159,7 +192,12 @@ impl RawTask {
     }
 
     pub(crate) fn abort(&self) {
-        if !self.header().state.cancel().is_complete() {
+        let prev = self.header().state.cancel();
+        // An entry still waits in a remote or stealable queue (`SCHEDULED`): whoever takes
+        // it polls the task, sees `CANCELLED` (the take's read-modify-write of the state
+        // comes after this one) and finishes it. Nothing to schedule, and the owner is not
+        // read: a stealable task's owner may be changing (`rehome`).
+        if !prev.is_complete() && !prev.is_scheduled() {
             // SAFETY: we hold a reference, so the header is alive.
             unsafe { schedule(self.ptr) };
         }
@@ -342,6 +380,8 @@ unsafe fn drop_output<F: Future>(ptr: NonNull<Header>) {
 unsafe fn dealloc<F: Future>(ptr: NonNull<Header>) {
     #[cfg(all(test, not(loom)))]
     crate::context::count_live_tasks(-1);
+    // SAFETY: the last reference is gone; the header's strong count of its owner goes too.
+    drop(unsafe { Arc::from_raw(ptr.as_ref().owner.load(Ordering::Acquire)) });
     // SAFETY: the last reference is gone; the cell came from Box::leak in `RawTask::new`.
     drop(unsafe { Box::from_raw(ptr.cast::<Cell<F>>().as_ptr()) });
 }
@@ -366,7 +406,7 @@ pub(super) unsafe fn drop_ref(ptr: NonNull<Header>) {
 pub(super) unsafe fn schedule(ptr: NonNull<Header>) {
     // SAFETY: the caller's reference keeps it alive.
     let header = unsafe { ptr.as_ref() };
-    let local = crate::executor::on_owner(&header.shared, |core| {
+    let local = crate::executor::on_owner(header.owner(), |core| {
         if !needs_local_entry(header) {
             return;
         }
@@ -380,7 +420,7 @@ pub(super) unsafe fn schedule(ptr: NonNull<Header>) {
     }
     // One read-modify-write: the flag and the entry's reference together.
     if header.state.schedule_remote_by_ref() == RemoteWake::Push {
-        header.shared.push_remote(RawTask { ptr });
+        header.owner().push_remote(RawTask { ptr });
     }
 }
 

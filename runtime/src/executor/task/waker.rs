@@ -50,7 +50,7 @@ unsafe fn waker_wake(p: *const ()) {
     let header = unsafe { ptr.as_ref() };
     // Hot path (a CQE waking its task on the same core): the waker's reference becomes the
     // local queue entry's; no atomic read-modify-write.
-    let local = crate::executor::on_owner(&header.shared, |core| {
+    let local = crate::executor::on_owner(header.owner(), |core| {
         if needs_local_entry(header) {
             push_local(core, header, RawTask { ptr });
             true
@@ -63,7 +63,7 @@ unsafe fn waker_wake(p: *const ()) {
         Some(false) => {}
         None => {
             if header.state.schedule_remote_by_val() == RemoteWake::Push {
-                header.shared.push_remote(RawTask { ptr });
+                header.owner().push_remote(RawTask { ptr });
                 return;
             }
         }

@@ -1,0 +1,216 @@
+//! Where `spawn` puts `Send` tasks on a runtime of several cores, and how idle cores take
+//! them: the child a task awaits runs on its parent's core; a core with nothing to do takes
+//! queued, never-polled tasks from a busy one; siblings of a task that blocks its core run
+//! elsewhere; a runtime dropped while tasks move loses, leaks and double-polls none.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use runtime::Builder;
+
+#[test]
+fn a_spawned_child_runs_on_its_parents_core() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    for parent in 0..2 {
+        let wrong = rt.block_on(async move {
+            runtime::spawn_on(parent, async move {
+                let mut wrong = 0;
+                for _ in 0..2_000 {
+                    let child = runtime::spawn(async { runtime::current_core() });
+                    if child.await.unwrap() != Some(parent) {
+                        wrong += 1;
+                    }
+                }
+                wrong
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(
+            wrong, 0,
+            "children of a task on core {parent} ran elsewhere"
+        );
+    }
+}
+
+/// Spins the CPU for `d` (a task that computes).
+fn compute(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn an_idle_core_takes_queued_send_tasks() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    let before = [rt.stats().tasks_stolen];
+    let cores = rt.block_on(async {
+        let handles: Vec<_> = (0..64)
+            .map(|_| {
+                runtime::spawn(async {
+                    compute(Duration::from_millis(2));
+                    runtime::current_core().unwrap()
+                })
+            })
+            .collect();
+        let mut cores = [0usize; 2];
+        for h in handles {
+            cores[h.await.unwrap()] += 1;
+        }
+        cores
+    });
+    assert_eq!(cores[0] + cores[1], 64);
+    assert!(
+        cores[1] > 0,
+        "core 1 sat idle while core 0 had 64 queued tasks: {cores:?}"
+    );
+    // Core 0 took none of its own back from core 1 here, or some: either way its counter
+    // does not go down.
+    assert!(rt.stats().tasks_stolen >= before[0]);
+}
+
+#[test]
+fn siblings_of_a_task_that_blocks_its_core_run_elsewhere() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    const SIBLINGS: usize = 20;
+    let freed = rt.block_on(async {
+        let (tx, rx) = mpsc::channel::<()>();
+        let done = Arc::new(AtomicUsize::new(0));
+        // Blocks whichever core runs it until every sibling has run (or 30 s pass).
+        let blocker =
+            runtime::spawn(async move { rx.recv_timeout(Duration::from_secs(30)).is_ok() });
+        let siblings: Vec<_> = (0..SIBLINGS)
+            .map(|_| {
+                let (tx, done) = (tx.clone(), done.clone());
+                runtime::spawn(async move {
+                    runtime::yield_now().await;
+                    if done.fetch_add(1, Ordering::SeqCst) + 1 == SIBLINGS {
+                        let _ = tx.send(());
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for s in siblings {
+            s.await.unwrap();
+        }
+        blocker.await.unwrap()
+    });
+    assert!(
+        freed,
+        "the siblings waited behind the blocked core instead of running on the free one"
+    );
+}
+
+/// A future that counts its polls and drops, and reports a poll after completion or two
+/// polls at once.
+struct Counted {
+    left: u32,
+    running: AtomicBool,
+    log: Arc<Log>,
+}
+
+#[derive(Default)]
+struct Log {
+    created: AtomicUsize,
+    finished: AtomicUsize,
+    dropped: AtomicUsize,
+    misuse: AtomicUsize,
+}
+
+impl Future for Counted {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if this.running.swap(true, Ordering::SeqCst) {
+            this.log.misuse.fetch_add(1, Ordering::SeqCst);
+        }
+        let out = match this.left {
+            0 => {
+                // Polled again after it returned Ready.
+                this.log.misuse.fetch_add(1, Ordering::SeqCst);
+                Poll::Ready(())
+            }
+            1 => {
+                this.left = 0;
+                this.log.finished.fetch_add(1, Ordering::SeqCst);
+                Poll::Ready(())
+            }
+            _ => {
+                this.left -= 1;
+                compute(Duration::from_micros(20));
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        };
+        this.running.store(false, Ordering::SeqCst);
+        out
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.log.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_runtime_dropped_while_tasks_move_loses_leaks_and_double_polls_none() {
+    let mut stolen = 0;
+    for round in 0..20u32 {
+        let log = Arc::new(Log::default());
+        let rt = Builder::new().cores(2).build().unwrap();
+        let spawner = {
+            let log = log.clone();
+            rt.handle().spawn_on(1, async move {
+                let mut kept = Vec::new();
+                for i in 0..2_000u32 {
+                    log.created.fetch_add(1, Ordering::SeqCst);
+                    let task = Counted {
+                        left: 1 + i % 5,
+                        running: AtomicBool::new(false),
+                        log: log.clone(),
+                    };
+                    // Detached, aborted (while it may be moving), or kept: each must end.
+                    let h = runtime::spawn(task);
+                    match i % 3 {
+                        0 => drop(h),
+                        1 => h.abort(),
+                        _ => kept.push(h),
+                    }
+                    if i % 64 == 0 {
+                        runtime::yield_now().await;
+                    }
+                }
+            })
+        };
+        // Core 0 runs a while (taking some of core 1's queue), then the runtime goes.
+        rt.block_on(runtime::sleep(Duration::from_micros(
+            200 * u64::from(round % 5),
+        )));
+        drop(spawner);
+        stolen += rt.stats().tasks_stolen;
+        drop(rt);
+        let created = log.created.load(Ordering::SeqCst);
+        assert_eq!(
+            log.misuse.load(Ordering::SeqCst),
+            0,
+            "a task was polled twice at once or after it finished"
+        );
+        assert_eq!(
+            log.dropped.load(Ordering::SeqCst),
+            created,
+            "round {round}: every future is dropped once"
+        );
+        assert!(log.finished.load(Ordering::SeqCst) <= created);
+    }
+    assert!(
+        stolen > 0,
+        "core 0 never took a task from core 1: nothing moved"
+    );
+}
