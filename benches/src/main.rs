@@ -62,10 +62,11 @@ fn main() -> ExitCode {
         // `--help` (exit 0) or a usage error (exit 2), printed as clap formats it.
         Err(e) => e.exit(),
     };
-    // The child processes `idle-conns` runs: no banner, no output files.
+    // The child processes `idle-conns` and `http-cores` run: no banner, no output files.
     match cli.which {
         Which::IdleServer(args) => return benches::idle_conns::server_main(args),
         Which::IdleClient(args) => return benches::idle_conns::client_main(args),
+        Which::HttpServer(args) => return benches::http_cores::server_main(args),
         Which::One(_) | Which::All => {}
     }
     let (opts, output) = (cli.opts, cli.output);

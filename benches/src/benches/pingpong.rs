@@ -1,4 +1,5 @@
-//! `bench pingpong`: a counter bounced between two cores, ns per round trip.
+//! `bench pingpong`: a counter bounced between two cores, ns per round trip; then the
+//! cross-core shapes of `cross` (spawn + join, a spawned pair, wake then compute).
 
 use std::cell::Cell;
 use std::io;
@@ -50,7 +51,8 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let table = Table::new(title, Metric::NsPerOp("rt"), "vs std", 0, series, notes);
     print!("{}", table.render());
     one_cpu_note(a, b);
-    Ok(())
+    // Then the shapes where the runtime, not the test, decides where tasks run.
+    super::cross::run(opts)
 }
 
 /// Says so when both sides had to share the one allowed CPU.

@@ -5,7 +5,7 @@ use std::io;
 
 use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
-use crate::benches::{self, idle_conns};
+use crate::benches::{self, http_cores, idle_conns};
 
 /// The end of every `--help`, the subcommands' included.
 const AFTER_HELP: &str = "\
@@ -132,6 +132,9 @@ pub enum Which {
     /// (internal) idle-conns's client process: N connections, echoed once, then idle
     #[command(hide = true)]
     IdleClient(idle_conns::ClientArgs),
+    /// (internal) http-cores's server process: the axum app on two cores until stdin closes
+    #[command(hide = true)]
+    HttpServer(http_cores::ServerArgs),
 }
 
 /// A benchmark the command line can name.
@@ -164,6 +167,8 @@ pub enum Bench {
     Read,
     /// channels: runtime::sync vs sync::local vs futures on one core; across cores vs tokio
     Sync,
+    /// axum HTTP/1.1 on 2 cores under wrk, four handlers: runtime cores(2) vs tokio multi-thread
+    HttpCores,
 }
 
 impl Bench {
@@ -184,6 +189,7 @@ impl Bench {
             Bench::IdleConns(args) => idle_conns::run(opts, args),
             Bench::Read => read::run(opts),
             Bench::Sync => sync::run(opts),
+            Bench::HttpCores => http_cores::run(opts),
         }
     }
 
@@ -249,7 +255,7 @@ mod tests {
         let parse =
             |args: &str| Cli::try_parse_args(std::iter::once("bench").chain(args.split(' ')));
         let every = Bench::every();
-        assert_eq!(every.len(), 13);
+        assert_eq!(every.len(), 14);
         for (name, bench) in &every {
             let (cli, benches) = parse(&format!("{name} --quick --json -")).unwrap();
             assert_eq!(benches, [(name.clone(), *bench)]);
@@ -259,9 +265,15 @@ mod tests {
         let want: Vec<_> = every.into_iter().filter(|(n, _)| n != "features").collect();
         assert_eq!(all, want);
         assert!(parse("idle-server --kind raw").unwrap().1.is_empty());
+        assert!(parse("http-server --kind tokio --cpus 0,1")
+            .unwrap()
+            .1
+            .is_empty());
         let top = Cli::command_with_help().render_long_help().to_string();
         assert!(
-            !top.contains("idle-server") && top.contains("  features "),
+            !top.contains("idle-server")
+                && !top.contains("http-server")
+                && top.contains("  features "),
             "{top}"
         );
         for bad in [

@@ -220,6 +220,7 @@ pub fn add_stats(a: runtime::Stats, b: runtime::Stats) -> runtime::Stats {
         tasks_polled: a.tasks_polled + b.tasks_polled,
         remote_wakes: a.remote_wakes + b.remote_wakes,
         tasks_alive: a.tasks_alive + b.tasks_alive,
+        tasks_stolen: a.tasks_stolen + b.tasks_stolen,
     }
 }
 
@@ -287,13 +288,16 @@ pub fn tokio_current() -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// tokio's multi-thread runtime with two workers, worker i pinned to `cpus[i]` (tokio starts its workers one by one).
+/// tokio's multi-thread runtime with two workers and its timer, worker i pinned to `cpus[i]` (tokio starts its workers one by one).
 pub fn tokio_on(cpus: [usize; 2]) -> io::Result<tokio::runtime::Runtime> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.worker_threads(2).on_thread_start(move || {
-        let _ = pin_to(cpus[next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2]);
-    });
+    builder
+        .enable_time()
+        .worker_threads(2)
+        .on_thread_start(move || {
+            let _ = pin_to(cpus[next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2]);
+        });
     builder.build()
 }
 

@@ -1,0 +1,237 @@
+//! Work that crosses cores, this runtime at `cores(2)` against tokio's multi-thread runtime
+//! with two workers (both pinned to the same two CPUs), run by `bench pingpong` after its own
+//! table:
+//! - spawn + join of a `Send` child from a task, latency per spawn+join (p50, p99);
+//! - an `mpsc(1)` ping-pong between two tasks both placed by `spawn`, ns per round trip;
+//! - wake then compute: a task wakes a task parked on the other core, then computes for
+//!   100 us; how long after the wake the woken task runs (p50, p99).
+//!
+//! Rounds alternate the runtimes (A B A B); each figure is the median over rounds.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::harness::cli::Opts;
+use crate::harness::measure::{runtime_on, tokio_on, two_cpus};
+
+/// How long the waker computes after its wake.
+const COMPUTE: Duration = Duration::from_micros(100);
+
+/// Runs the three measurements and prints their tables.
+pub fn run(opts: &Opts) -> io::Result<()> {
+    let [a, b] = two_cpus();
+    let (keep, rt) = runtime_on([a, b])?;
+    let tokio_rt = tokio_on([a, b])?;
+    let rounds = opts.runs.unwrap_or(if opts.quick { 3 } else { 5 });
+    let scale = if opts.quick { 10 } else { 1 };
+
+    let spawns = 20_000 / scale;
+    let trips = 20_000 / scale;
+    let wakes = 2_000 / scale;
+    let mut rows: [Vec<[f64; 2]>; 6] = Default::default();
+    for _ in 0..rounds {
+        rows[0].push(quantiles(rt.block_on(runtime_spawn_join(spawns))?));
+        rows[1].push(quantiles(tokio_rt.block_on(tokio_spawn_join(spawns))?));
+        rows[2].push([rt.block_on(runtime_pingpong(trips))?, 0.0]);
+        rows[3].push([tokio_rt.block_on(tokio_pingpong(trips))?, 0.0]);
+        rows[4].push(quantiles(rt.block_on(runtime_wake(wakes))?));
+        rows[5].push(quantiles(tokio_rt.block_on(tokio_wake(wakes))?));
+    }
+    drop(tokio_rt);
+    drop((rt, keep));
+    let med = |i: usize, j: usize| {
+        let mut v: Vec<f64> = rows[i].iter().map(|r| r[j]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "cross-core: runtime cores(2) vs tokio multi-thread (2 workers), CPUs {a} and {b}, median of {rounds} alternating rounds"
+    );
+    println!(
+        "  {:<46} {:>10} {:>10} {:>10}",
+        "", "p50 us", "p99 us", "p50 vs tokio"
+    );
+    let names = [
+        format!("spawn+join of a Send child ({spawns}/round)"),
+        format!(
+            "wake, then compute {} us ({wakes}/round)",
+            COMPUTE.as_micros()
+        ),
+    ];
+    for (name, base) in names.iter().zip([0, 4]) {
+        for (who, i) in [("runtime", base), ("tokio", base + 1)] {
+            println!(
+                "  {:<46} {:>10.2} {:>10.2} {:>10.2}x",
+                format!("{name}: {who}"),
+                med(i, 0) / 1e3,
+                med(i, 1) / 1e3,
+                med(i, 0) / med(base + 1, 0)
+            );
+        }
+    }
+    println!(
+        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
+        format!("mpsc(1) ping-pong, spawned pair ({trips}/round): runtime"),
+        med(2, 0) / 1e3,
+        "-",
+        med(2, 0) / med(3, 0)
+    );
+    println!(
+        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
+        "mpsc(1) ping-pong: tokio",
+        med(3, 0) / 1e3,
+        "-",
+        1.0
+    );
+    println!("  ping-pong: mean us per round trip (no p99); vs tokio: this row's p50 over tokio's (<1: faster)");
+    println!(
+        "  target: spawn+join p50 <= 1.5x tokio's; the ping-pong and the wake latency reported"
+    );
+    Ok(())
+}
+
+/// p50 and p99 of `ns`, in ns.
+fn quantiles(mut ns: Vec<f64>) -> [f64; 2] {
+    ns.sort_by(f64::total_cmp);
+    let at = |q: f64| ns[((ns.len() - 1) as f64 * q) as usize];
+    [at(0.5), at(0.99)]
+}
+
+fn lost<E>(_: E) -> io::Error {
+    io::Error::other("a benchmark task failed")
+}
+
+/// Spawn + join latencies of a `Send` child, from a task spawned on core 0.
+async fn runtime_spawn_join(n: usize) -> io::Result<Vec<f64>> {
+    runtime::spawn(async move {
+        let mut ns = Vec::with_capacity(n);
+        for i in 0..n {
+            let start = Instant::now();
+            let v = runtime::spawn(async move { i + 1 }).await.map_err(lost)?;
+            ns.push(start.elapsed().as_nanos() as f64);
+            std::hint::black_box(v);
+        }
+        Ok(ns)
+    })
+    .await
+    .map_err(lost)?
+}
+
+async fn tokio_spawn_join(n: usize) -> io::Result<Vec<f64>> {
+    tokio::spawn(async move {
+        let mut ns = Vec::with_capacity(n);
+        for i in 0..n {
+            let start = Instant::now();
+            let v = tokio::spawn(async move { i + 1 }).await.map_err(lost)?;
+            ns.push(start.elapsed().as_nanos() as f64);
+            std::hint::black_box(v);
+        }
+        Ok(ns)
+    })
+    .await
+    .map_err(lost)?
+}
+
+/// Mean ns per round trip of an `mpsc(1)` ping-pong between two tasks both placed by
+/// `spawn`, the runtime's (futures' channel, `Send`).
+async fn runtime_pingpong(n: usize) -> io::Result<f64> {
+    use futures::{SinkExt, StreamExt};
+    let (mut to_b, mut from_a) = futures::channel::mpsc::channel::<usize>(1);
+    let (mut to_a, mut from_b) = futures::channel::mpsc::channel::<usize>(1);
+    let pong = runtime::spawn(async move {
+        while let Some(v) = from_a.next().await {
+            if to_a.send(v + 1).await.is_err() {
+                break;
+            }
+        }
+    });
+    let ping = runtime::spawn(async move {
+        let start = Instant::now();
+        for i in 0..n {
+            to_b.send(i).await.map_err(lost)?;
+            if from_b.next().await != Some(i + 1) {
+                return Err(io::Error::other("wrong answer"));
+            }
+        }
+        Ok::<_, io::Error>(start.elapsed())
+    });
+    let elapsed = ping.await.map_err(lost)??;
+    pong.await.map_err(lost)?;
+    Ok(elapsed.as_nanos() as f64 / n as f64)
+}
+
+async fn tokio_pingpong(n: usize) -> io::Result<f64> {
+    let (to_b, mut from_a) = tokio::sync::mpsc::channel::<usize>(1);
+    let (to_a, mut from_b) = tokio::sync::mpsc::channel::<usize>(1);
+    let pong = tokio::spawn(async move {
+        while let Some(v) = from_a.recv().await {
+            if to_a.send(v + 1).await.is_err() {
+                break;
+            }
+        }
+    });
+    let ping = tokio::spawn(async move {
+        let start = Instant::now();
+        for i in 0..n {
+            to_b.send(i).await.map_err(lost)?;
+            if from_b.recv().await != Some(i + 1) {
+                return Err(io::Error::other("wrong answer"));
+            }
+        }
+        Ok::<_, io::Error>(start.elapsed())
+    });
+    let elapsed = ping.await.map_err(lost)??;
+    pong.await.map_err(lost)?;
+    Ok(elapsed.as_nanos() as f64 / n as f64)
+}
+
+/// Spins the CPU for `d`.
+fn compute(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// Wake-to-run latencies: a task on core 1 waits on a oneshot; a task on core 0 sends,
+/// then computes for `COMPUTE`; the woken task notes when it runs.
+async fn runtime_wake(n: usize) -> io::Result<Vec<f64>> {
+    runtime::spawn_on(0, async move {
+        let mut ns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = futures::channel::oneshot::channel::<Instant>();
+            let woken = runtime::spawn_on(1, async move {
+                let sent = rx.await.map_err(lost)?;
+                Ok::<_, io::Error>(sent.elapsed())
+            });
+            // Let the waiter park on core 1 first.
+            runtime::sleep(Duration::from_micros(200)).await;
+            let _ = tx.send(Instant::now());
+            compute(COMPUTE);
+            ns.push(woken.await.map_err(lost)??.as_nanos() as f64);
+        }
+        Ok(ns)
+    })
+    .await
+    .map_err(lost)?
+}
+
+async fn tokio_wake(n: usize) -> io::Result<Vec<f64>> {
+    tokio::spawn(async move {
+        let mut ns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
+            let woken = tokio::spawn(async move {
+                let sent = rx.await.map_err(lost)?;
+                Ok::<_, io::Error>(sent.elapsed())
+            });
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            let _ = tx.send(Instant::now());
+            compute(COMPUTE);
+            ns.push(woken.await.map_err(lost)??.as_nanos() as f64);
+        }
+        Ok(ns)
+    })
+    .await
+    .map_err(lost)?
+}
