@@ -56,6 +56,11 @@ impl Core {
     /// The next task to poll, if any.
     #[inline]
     pub(super) fn next_task(&self) -> Option<RawTask> {
+        if !self.balances {
+            // One core, or round-robin placement: nothing is ever in the slot or the
+            // stealable queue.
+            return self.queue.pop();
+        }
         if self.slot_runs.get() < MAX_SLOT_RUNS {
             let slot = self.slot.borrow_mut().take();
             if let Some(task) = slot {
@@ -87,7 +92,7 @@ impl Core {
 
     /// Whether the slot or the stealable queue holds a task.
     pub(super) fn has_fresh(&self) -> bool {
-        self.slot.borrow().is_some() || self.shared.fresh.len() > 0
+        self.balances && (self.slot.borrow().is_some() || self.shared.fresh.len() > 0)
     }
 
     /// Takes up to half of another core's stealable tasks and makes them this core's: the

@@ -80,6 +80,9 @@ pub(crate) struct Core {
     picks: Cell<u32>,
     /// Tasks taken from other cores' stealable queues.
     stolen: Cell<u64>,
+    /// `set.balances()`, fixed at creation: false on one core or under round-robin
+    /// placement, where the loop skips the slot and the stealable queues.
+    balances: bool,
     owned: RefCell<Slab<RawTask>>,
     tasks_polled: Cell<u64>,
     spare_wakers: RefCell<Vec<Waker>>,
@@ -142,6 +145,7 @@ impl Core {
         let offload: crate::driver::readiness::Offload = Arc::new(move |job| pool.spawn(job));
         let driver = Driver::new(want, shared.event_fd.as_raw_fd(), Some(offload))?;
         let features = driver.features();
+        let balances = set.balances();
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
             ctx: CoreContext {
@@ -158,6 +162,7 @@ impl Core {
             slot_runs: Cell::new(0),
             picks: Cell::new(0),
             stolen: Cell::new(0),
+            balances,
             owned: RefCell::new(Slab::with_capacity(256)),
             tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
@@ -251,7 +256,7 @@ impl Core {
         // 2. Submit; wait in the kernel only when nothing is ready. A core with nothing to
         // run takes stealable tasks from another core first, and registers as idle (then
         // looks once more) before it waits.
-        let balances = self.set.balances();
+        let balances = self.balances;
         let mut ready = self.ready(main_woken)
             || (balances && self.steal())
             || (remote && self.spin_for_wake(main_woken));

@@ -63,7 +63,7 @@ where
     F::Output: Send + 'static,
 {
     with_core(|core| {
-        if core.set.balances() {
+        if core.balances {
             return core.spawn_stealable(future);
         }
         let target = core.set.place();
