@@ -83,16 +83,15 @@ impl Handle {
         self.set.len()
     }
 
-    /// Spawns a `Send` future on one of the runtime's cores, dealt out round-robin (from a
-    /// task, [`spawn`](crate::spawn) keeps the task on its core unless another core is
-    /// idle).
+    /// Spawns a `Send` future on one of the runtime's cores: from one of its cores' threads
+    /// as [`spawn`](crate::spawn) places it (on that core unless another is idle); from
+    /// any other thread dealt out round-robin.
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let core = self.set.place();
-        self.spawn_on(core, future)
+        spawn_placed(&self.set, future)
     }
 
     /// Spawns a `Send` future on core `core`.
@@ -147,8 +146,22 @@ impl Handle {
     }
 }
 
+/// Spawns a `Send` future on the runtime whose cores are `set`: as [`executor::spawn`]
+/// places it on one of its cores' threads, round-robin from any other thread
+/// ([`Handle::spawn`], [`Runtime::spawn`](crate::Runtime::spawn)).
+pub(crate) fn spawn_placed<F>(set: &Arc<CoreSet>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if executor::with_core(|c| Arc::ptr_eq(&c.set, set)) == Some(true) {
+        return executor::spawn(future);
+    }
+    spawn_on_set(set, set.place(), future)
+}
+
 /// Spawns a `Send` future on core `core` of the runtime whose cores are `set`, from any
-/// thread: [`Handle::spawn_on`], and [`Runtime::spawn`](crate::Runtime::spawn).
+/// thread: [`Handle::spawn_on`], and round-robin placement.
 ///
 /// # Panics
 /// If the runtime has no core `core`.

@@ -40,10 +40,9 @@ impl Runtime {
         self.core.block_on(future)
     }
 
-    /// Spawns a `Send` future on one of the runtime's cores, dealt out round-robin, from
-    /// outside the runtime (tokio's `Runtime::spawn`); the handle may be awaited anywhere.
-    /// (From a task, [`spawn`](crate::spawn) keeps the task on its core unless another
-    /// core is idle.)
+    /// Spawns a `Send` future on one of the runtime's cores (tokio's `Runtime::spawn`):
+    /// from outside the runtime dealt out round-robin; from inside, as
+    /// [`spawn`](crate::spawn) places it. The handle may be awaited anywhere.
     ///
     /// A task placed on a worker core starts at once; one placed on core 0 (this thread's)
     /// runs when this thread next drives the runtime ([`block_on`](Runtime::block_on)).
@@ -64,8 +63,7 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let set = &self.core.set;
-        crate::handle::spawn_on_set(set, set.place(), future)
+        crate::handle::spawn_placed(&self.core.set, future)
     }
 
     /// Spawns a task on this runtime from outside `block_on`; it runs at the next

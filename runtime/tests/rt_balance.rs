@@ -214,3 +214,46 @@ fn a_runtime_dropped_while_tasks_move_loses_leaks_and_double_polls_none() {
         "core 0 never took a task from core 1: nothing moved"
     );
 }
+
+#[test]
+fn handle_spawn_from_a_core_keeps_the_task_there_and_deals_out_from_outside() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    let handle = rt.handle();
+    let inside = rt.block_on(async move {
+        runtime::spawn_on(1, async move {
+            let mut wrong = 0;
+            for _ in 0..500 {
+                if handle
+                    .spawn(async { runtime::current_core() })
+                    .await
+                    .unwrap()
+                    != Some(1)
+                {
+                    wrong += 1;
+                }
+            }
+            wrong
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(inside, 0, "Handle::spawn on core 1 placed tasks elsewhere");
+    // From a plain thread: both cores get some.
+    let handle = rt.handle();
+    let outside = std::thread::spawn(move || {
+        let tasks: Vec<_> = (0..8)
+            .map(|_| handle.spawn(async { runtime::current_core().unwrap() }))
+            .collect();
+        tasks
+    })
+    .join()
+    .unwrap();
+    let cores = rt.block_on(async move {
+        let mut cores = [0usize; 2];
+        for t in outside {
+            cores[t.await.unwrap()] += 1;
+        }
+        cores
+    });
+    assert_eq!(cores, [4, 4], "round-robin from a plain thread");
+}
