@@ -14,6 +14,8 @@
 //!   M ms apart (at most 10,000), on the runtime's own sleep;
 //! - `POST /echo`: the request body back, up to [`ECHO_LIMIT`] bytes; `413` above it
 //!   (`DefaultBodyLimit`);
+//! - `GET /metrics`: the runtime's metrics in the Prometheus text format, one series per
+//!   core with a `core` label ([`runtime::RuntimeMetrics::prometheus`]); `404` on tokio;
 //! - anything else: `404`; a known path with the wrong method: `405`.
 //!
 //! Everything a handler awaits is `Send` (axum requires it of handler futures, whichever
@@ -53,6 +55,11 @@ pub trait AppRuntime: Send + Sync + 'static {
 
     /// Completes after `duration`, on this runtime's timers.
     fn sleep(duration: Duration) -> Self::Sleep;
+
+    /// The runtime's metrics in the Prometheus text format, if it has them.
+    fn metrics() -> Option<String> {
+        None
+    }
 }
 
 /// This crate's runtime: [`runtime::time::sleep`] (a timer on the current core's timer map,
@@ -65,6 +72,12 @@ impl AppRuntime for Uring {
 
     fn sleep(duration: Duration) -> runtime::time::Sleep {
         runtime::time::sleep(duration)
+    }
+
+    fn metrics() -> Option<String> {
+        runtime::Handle::try_current()
+            .ok()
+            .map(|h| h.metrics().prometheus())
     }
 }
 
@@ -98,6 +111,7 @@ pub fn router<R: AppRuntime>(core: usize) -> Router {
         .route("/json", get(json))
         .route("/greet/{name}", get(greet))
         .route("/stats", get(stats::<R>))
+        .route("/metrics", get(metrics::<R>))
         .route("/stream", get(stream::<R>))
         .route("/echo", post(echo).layer(DefaultBodyLimit::max(ECHO_LIMIT)))
         .with_state(state)
@@ -150,6 +164,14 @@ async fn stats<R: AppRuntime>(State(state): State<Arc<CoreState<R>>>) -> Json<St
         core: state.core,
         requests: state.requests(),
     })
+}
+
+/// The Prometheus exposition: every core's figures, as any core's handler sees them.
+async fn metrics<R: AppRuntime>() -> Response {
+    match R::metrics() {
+        Some(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 #[derive(Deserialize)]

@@ -153,3 +153,95 @@ fn every_route_over_http1_h2c_and_https() {
         secure.shutdown(Duration::from_secs(1)).await.unwrap();
     });
 }
+
+/// The sum over cores of the Prometheus series `name` in `text`.
+fn series_sum(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+/// `/metrics` scraped with a fresh connection (closed after).
+async fn scrape(base: &str) -> String {
+    let client: Http = Client::builder().build();
+    let (s, ct, body, _) = fetch(
+        &client,
+        Method::GET,
+        &format!("{base}/metrics"),
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+#[test]
+fn metrics_endpoint_counts_the_load_and_comes_back_to_rest() {
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    rt.block_on(async {
+        let server = Builder::new()
+            .serve_with("127.0.0.1:0", axum_app::router::<Uring>)
+            .unwrap();
+        let base = format!("http://{}", server.local_addr());
+        let before = scrape(&base).await;
+        assert!(
+            before.contains("runtime_polls_total{core=\"1\"}"),
+            "{before}"
+        );
+        // Under load: 32 connections, 40 requests each.
+        let load: Vec<_> = (0..32)
+            .map(|_| {
+                let base = base.clone();
+                runtime::spawn_local(async move {
+                    let client: Http = Client::builder().build();
+                    for _ in 0..40 {
+                        let (s, _, body, _) =
+                            fetch(&client, Method::GET, &format!("{base}/"), Bytes::new()).await;
+                        assert_eq!((s, &body[..]), (StatusCode::OK, axum_app::HELLO.as_bytes()));
+                    }
+                })
+            })
+            .collect();
+        let during = scrape(&base).await;
+        for t in load {
+            t.await.unwrap();
+        }
+        let after = scrape(&base).await;
+        for name in [
+            "runtime_polls_total",
+            "runtime_cqes_reaped_total",
+            "runtime_sqes_submitted_total",
+        ] {
+            let (a, b, c) = (
+                series_sum(&before, name),
+                series_sum(&during, name),
+                series_sum(&after, name),
+            );
+            assert!(a <= b && b <= c, "{name}: {a} {b} {c}");
+            assert!(
+                c >= a + 1_280,
+                "{name} moved by {} for 1,280 requests",
+                c - a
+            );
+        }
+        assert_eq!(series_sum(&after, "runtime_cq_overflows_total"), 0);
+        // At rest (the load's connections closed), ops in flight come back to where they
+        // were: the listeners' accepts and the scrape's own connection.
+        let rest = series_sum(&before, "runtime_ops_in_flight");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let now = series_sum(&scrape(&base).await, "runtime_ops_in_flight");
+            if now == rest {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "ops in flight stay at {now}, was {rest} at rest"
+            );
+            runtime::sleep(Duration::from_millis(20)).await;
+        }
+        server.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}

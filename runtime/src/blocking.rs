@@ -50,6 +50,8 @@ struct State {
     /// Jobs handed to idle threads by `notify_one` and not yet picked up: so a burst of
     /// spawns wakes one idle thread per job instead of all of them for the first.
     wakeups: usize,
+    /// Jobs queued since the pool started (the metrics' blocking-pool jobs).
+    jobs: u64,
     closed: bool,
 }
 
@@ -77,6 +79,7 @@ impl BlockingPool {
             return Err(job);
         }
         state.queue.push_back(job);
+        state.jobs += 1;
         if state.idle > state.wakeups {
             state.wakeups += 1;
             drop(state);
@@ -105,6 +108,12 @@ impl BlockingPool {
             report_spawn_failure(&e);
         }
         Ok(())
+    }
+
+    /// Threads alive, threads idle, jobs waiting for a thread, jobs queued since the start.
+    pub(crate) fn counts(&self) -> (usize, usize, usize, u64) {
+        let state = self.lock();
+        (state.threads, state.idle, state.queue.len(), state.jobs)
     }
 
     /// Closes the pool: queued jobs are dropped unrun; idle threads exit now, busy ones

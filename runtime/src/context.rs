@@ -52,6 +52,9 @@ pub(crate) struct CoreContext {
     pub(crate) features: Features,
     /// The core's shared receive ring (`buf::core_ring`), made on first use.
     pub(crate) recv_ring: RefCell<CoreRing>,
+    /// How often the receive ring grew, and the `ENOBUFS` its replaced rings saw (for the
+    /// metrics; the current ring counts its own).
+    pub(crate) recv_grown: Cell<(u64, u64)>,
 }
 
 /// Every per-thread pointer and state of the runtime (see the module documentation).

@@ -83,9 +83,16 @@ impl Handle {
         self.set.len()
     }
 
+    /// Every core's metrics, readable from any thread, also after the runtime is dropped
+    /// ([`RuntimeMetrics`](crate::RuntimeMetrics)).
+    pub fn metrics(&self) -> crate::RuntimeMetrics {
+        crate::RuntimeMetrics::new(self.set.clone())
+    }
+
     /// Spawns a `Send` future on one of the runtime's cores: from one of its cores' threads
     /// as [`spawn`](crate::spawn) places it (on that core unless another is idle); from
     /// any other thread dealt out round-robin.
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -98,6 +105,7 @@ impl Handle {
     ///
     /// # Panics
     /// If the runtime has no core `core`.
+    #[track_caller]
     pub fn spawn_on<F>(&self, core: usize, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -108,6 +116,7 @@ impl Handle {
 
     /// Runs `f` on the runtime's blocking pool; as [`spawn_blocking`](crate::spawn_blocking).
     /// The task that awaits the result runs on one of the runtime's cores.
+    #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -149,6 +158,7 @@ impl Handle {
 /// Spawns a `Send` future on the runtime whose cores are `set`: as [`executor::spawn`]
 /// places it on one of its cores' threads, round-robin from any other thread
 /// ([`Handle::spawn`], [`Runtime::spawn`](crate::Runtime::spawn)).
+#[track_caller]
 pub(crate) fn spawn_placed<F>(set: &Arc<CoreSet>, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -165,6 +175,7 @@ where
 ///
 /// # Panics
 /// If the runtime has no core `core`.
+#[track_caller]
 pub(crate) fn spawn_on_set<F>(set: &Arc<CoreSet>, core: usize, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -179,7 +190,8 @@ where
         panic!("spawn_on({core}): this runtime has {} core(s)", set.len())
     };
     let id = executor::with_core(|c| c.next_task_id()).unwrap_or_else(Id::next);
-    let (run, list, join) = RawTask::new(future, target.clone(), false, id);
+    let loc = std::panic::Location::caller();
+    let (run, list, join) = RawTask::new(future, target.clone(), false, id, loc);
     // A core that is gone cancels the task here: the handle resolves at once.
     target.push_spawn(run, list);
     JoinHandle::new(join)

@@ -46,6 +46,7 @@ mod fd;
 mod handle;
 mod loom;
 mod macros;
+mod metrics;
 pub mod process;
 mod runtime;
 pub mod signal;
@@ -61,6 +62,7 @@ pub use executor::{
 };
 pub use handle::{Handle, TryCurrentError};
 pub use macros::{main, test};
+pub use metrics::{CoreMetrics, RuntimeMetrics};
 pub use runtime::Runtime;
 pub use stats::Stats;
 pub use time::{sleep, timeout};
@@ -75,8 +77,8 @@ pub use tokio as __tokio;
 /// Tasks: spawning, joining, aborting (tokio's `tokio::task` names).
 pub mod task {
     pub use crate::executor::{
-        spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now, AbortHandle, Id,
-        JoinError, JoinHandle, JoinSet,
+        dump, dump_all, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
+        AbortHandle, Id, JoinError, JoinHandle, JoinSet, TaskDump,
     };
 }
 

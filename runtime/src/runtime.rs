@@ -58,6 +58,7 @@ impl Runtime {
     /// assert!(b.is_some());
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -68,6 +69,7 @@ impl Runtime {
 
     /// Spawns a task on this runtime from outside `block_on`; it runs at the next
     /// `block_on`.
+    #[track_caller]
     pub fn spawn_local<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
@@ -108,6 +110,12 @@ impl Runtime {
     /// A handle to this runtime, for other threads (see [`Handle`](crate::Handle)).
     pub fn handle(&self) -> crate::Handle {
         crate::Handle::new(self.core.set.clone())
+    }
+
+    /// Every core's metrics, readable from any thread, also after the runtime is dropped
+    /// ([`RuntimeMetrics`](crate::RuntimeMetrics)).
+    pub fn metrics(&self) -> crate::RuntimeMetrics {
+        crate::RuntimeMetrics::new(self.core.set.clone())
     }
 
     /// This runtime's counters.

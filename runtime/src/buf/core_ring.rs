@@ -5,6 +5,20 @@
 use super::BufRing;
 use crate::context;
 
+impl CoreRing {
+    /// For the metrics: the ring's buffers, those out of it, and the `ENOBUFS` it saw.
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
+        match self {
+            CoreRing::Ready(r) => (
+                u64::from(r.inner.entries),
+                u64::from(r.inner.out.get()),
+                r.inner.starved.get(),
+            ),
+            _ => (0, 0, 0),
+        }
+    }
+}
+
 /// A core's receive ring, as its context holds it.
 #[derive(Default)]
 pub(crate) enum CoreRing {
@@ -83,6 +97,11 @@ pub fn grow_core_ring(ring: &BufRing) -> Option<BufRing> {
             &mut *ctx.recv_ring.borrow_mut(),
             CoreRing::Ready(bigger.clone()),
         );
+        if let CoreRing::Ready(old) = &old {
+            let (grown, starved) = ctx.recv_grown.get();
+            ctx.recv_grown
+                .set((grown + 1, starved + old.inner.starved.get()));
+        }
         // Dropped outside the borrow: the old ring's last clone may be this one.
         drop(old);
         Some(bigger)

@@ -176,6 +176,7 @@ impl Builder {
             BlockingPool::new(self.max_blocking_threads, self.thread_keep_alive),
             self.placement,
             self.cores,
+            self.histograms,
         ));
         let core = Core::new(&want, 0, set.clone()).map_err(unpin)?;
         let workers = self.start_workers(&cpu_of, &want, &set).map_err(unpin)?;

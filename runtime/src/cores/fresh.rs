@@ -129,6 +129,11 @@ impl<T> FreshQueue<T> {
         self.len.store(inner.tasks.len(), Ordering::SeqCst);
     }
 
+    /// Calls `f` on every task waiting (for task dumps).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&T)) {
+        self.lock().tasks.iter().for_each(&mut f);
+    }
+
     /// Closes the queue (its core shuts down) and returns what was left in it.
     pub(crate) fn close(&self) -> VecDeque<T> {
         let mut inner = self.lock();

@@ -24,6 +24,7 @@ use super::fresh::{FreshQueue, Idle};
 use crate::blocking::BlockingPool;
 use crate::context::{self, CoreId};
 use crate::executor::{Placement, RawTask};
+use crate::metrics::{Published, SharedHistogram};
 
 /// The part of a core other threads reach.
 pub(crate) struct Shared {
@@ -43,6 +44,10 @@ pub(crate) struct Shared {
     /// `Send` tasks spawned here and never polled, which an idle core may take
     /// (`cores::fresh`).
     pub(crate) fresh: FreshQueue,
+    /// The core's metrics as it last published them.
+    pub(crate) metrics: Published,
+    /// Its poll-time and schedule-delay histograms, as last published (all zero when off).
+    pub(crate) histograms: [SharedHistogram; 2],
 }
 
 #[derive(Default)]
@@ -81,6 +86,8 @@ impl Shared {
             stop: AtomicBool::new(false),
             stop_waker: AtomicWaker::new(),
             fresh: FreshQueue::default(),
+            metrics: Published::default(),
+            histograms: Default::default(),
         })
     }
 
@@ -113,6 +120,12 @@ impl Shared {
         remote.spawns.push((run, list));
         drop(remote);
         self.notify();
+    }
+
+    /// Wakes and spawns waiting in the remote queue.
+    pub(crate) fn remote_depth(&self) -> usize {
+        let remote = self.remote.lock().unwrap_or_else(|e| e.into_inner());
+        remote.tasks.len() + remote.spawns.len()
     }
 
     /// Takes everything queued for this core (owning thread only).
@@ -174,6 +187,8 @@ pub(crate) struct CoreSet {
     /// How many cores the runtime has (known before they all exist: a worker's first
     /// sleep already registers it as idle).
     count: usize,
+    /// Whether cores record the histograms (`Builder::metrics_histograms`).
+    pub(crate) histograms: bool,
     /// Round-robin placement of `Send` tasks (see `executor::spawn`).
     next: AtomicUsize,
     /// Cores asleep that another core may wake to take stealable tasks.
@@ -182,12 +197,18 @@ pub(crate) struct CoreSet {
 
 impl CoreSet {
     /// A set whose cores are recorded later (`set`), sharing `pool`.
-    pub(crate) fn new(pool: BlockingPool, placement: Placement, count: usize) -> CoreSet {
+    pub(crate) fn new(
+        pool: BlockingPool,
+        placement: Placement,
+        count: usize,
+        histograms: bool,
+    ) -> CoreSet {
         CoreSet {
             cores: OnceLock::new(),
             pool,
             placement,
             count,
+            histograms,
             next: AtomicUsize::new(0),
             idle: Idle::default(),
         }

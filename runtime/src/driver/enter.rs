@@ -294,6 +294,7 @@ impl Driver {
             tv_nsec: t.subsec_nanos() as i64,
         });
         let to_submit = self.sq.len();
+        let parked = std::time::Instant::now();
         let res = if !batch && ts.is_none() {
             self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None)
         } else {
@@ -310,6 +311,8 @@ impl Driver {
                 Some(&arg),
             )
         };
+        self.counters.waits += 1;
+        self.counters.waited_ns += parked.elapsed().as_nanos() as u64;
         if let Err(e) = res {
             if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
                 let call = format!("wait for {wait_nr} CQEs, timeout {timeout:?}");

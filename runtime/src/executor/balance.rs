@@ -11,7 +11,7 @@
 
 use std::future::Future;
 
-use super::task::RawTask;
+use super::task::{Loc, RawTask};
 use super::{Core, JoinHandle};
 use crate::cores::{Fresh, STEAL_MAX};
 
@@ -23,12 +23,12 @@ const FRESH_EVERY: u32 = 8;
 
 impl Core {
     /// `spawn` of a `Send` task under `Placement::Local` on a runtime of several cores.
-    pub(crate) fn spawn_stealable<F>(&self, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn_stealable<F>(&self, future: F, loc: Loc) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
     {
         let (run, list, join) =
-            RawTask::new(future, self.shared.clone(), false, self.next_task_id());
+            RawTask::new(future, self.shared.clone(), false, self.next_task_id(), loc);
         let displaced = self.slot.borrow_mut().replace(Fresh { run, list });
         if let Some(older) = displaced {
             self.publish(older);
@@ -119,7 +119,7 @@ impl Core {
                 task.cancel();
             }
             if let Some(run) = self.take_fresh() {
-                self.queue.push(run);
+                self.enqueue(run);
             }
             if victim.fresh.len() > 0 || self.shared.fresh.len() > 0 {
                 // More than this core runs at once: another sleeper may help.

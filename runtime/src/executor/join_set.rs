@@ -64,6 +64,7 @@ impl<T: 'static> JoinSet<T> {
     ///
     /// # Panics
     /// Outside a runtime.
+    #[track_caller]
     pub fn spawn<F>(&mut self, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
@@ -77,6 +78,7 @@ impl<T: 'static> JoinSet<T> {
     ///
     /// # Panics
     /// Outside a runtime.
+    #[track_caller]
     pub fn spawn_local<F>(&mut self, future: F) -> AbortHandle
     where
         F: Future<Output = T> + 'static,
@@ -89,6 +91,7 @@ impl<T: 'static> JoinSet<T> {
     ///
     /// # Panics
     /// Outside a runtime, or if the runtime has no core `core`.
+    #[track_caller]
     pub fn spawn_on<F>(&mut self, core: usize, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
@@ -102,6 +105,7 @@ impl<T: 'static> JoinSet<T> {
     ///
     /// # Panics
     /// Outside a runtime.
+    #[track_caller]
     pub fn spawn_blocking<F>(&mut self, f: F) -> AbortHandle
     where
         F: FnOnce() -> T + Send + 'static,

@@ -16,9 +16,11 @@
 //! reach their core through it.
 
 mod balance;
+mod dump;
 mod id;
 mod join;
 mod join_set;
+mod measure;
 mod spawn;
 mod task;
 
@@ -39,6 +41,7 @@ use crate::context::{self, coop, CoreContext};
 use crate::cores::{CoreSet, Fresh, Shared};
 use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
+pub use dump::{dump, dump_all, TaskDump};
 pub use id::Id;
 pub(crate) use id::IdBlock;
 pub use join::{AbortHandle, JoinError, JoinHandle};
@@ -49,7 +52,7 @@ pub use spawn::{
     Placement,
 };
 use task::LocalQueue;
-pub(crate) use task::RawTask;
+pub(crate) use task::{Loc, RawTask};
 
 /// Tasks run per loop iteration before the ring is served again.
 pub(crate) const TASKS_PER_TICK: usize = 128;
@@ -80,6 +83,16 @@ pub(crate) struct Core {
     picks: Cell<u32>,
     /// Tasks taken from other cores' stealable queues.
     stolen: Cell<u64>,
+    /// Tasks spawned from this core's thread (ids handed out).
+    spawned: Cell<u64>,
+    /// When the core started (its busy time is the rest of the wall time since).
+    started: Instant,
+    /// Nanoseconds since `started` (plus one) when the current batch of polls began: what
+    /// each polled task's `last_poll` gets (one clock read per batch, not per poll).
+    now_ns: Cell<u64>,
+    /// `set.histograms`, fixed at creation, and the histograms themselves.
+    histograms: bool,
+    hists: crate::metrics::Histograms,
     /// `set.balances()`, fixed at creation: false on one core or under round-robin
     /// placement, where the loop skips the slot and the stealable queues.
     balances: bool,
@@ -146,6 +159,7 @@ impl Core {
         let driver = Driver::new(want, shared.event_fd.as_raw_fd(), Some(offload))?;
         let features = driver.features();
         let balances = set.balances();
+        let histograms = set.histograms;
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
             ctx: CoreContext {
@@ -154,6 +168,7 @@ impl Core {
                 timers: RefCell::new(Timers::default()),
                 features,
                 recv_ring: RefCell::new(CoreRing::default()),
+                recv_grown: Cell::new((0, 0)),
             },
             shared,
             set,
@@ -162,7 +177,12 @@ impl Core {
             slot_runs: Cell::new(0),
             picks: Cell::new(0),
             stolen: Cell::new(0),
+            spawned: Cell::new(0),
+            started: Instant::now(),
+            now_ns: Cell::new(1),
             balances,
+            histograms,
+            hists: Default::default(),
             owned: RefCell::new(Slab::with_capacity(256)),
             tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
@@ -179,29 +199,31 @@ impl Core {
         }
     }
 
-    fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    fn spawn<F>(&self, future: F, loc: Loc) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
     {
         let (run, list, join) =
-            RawTask::new(future, self.shared.clone(), true, self.next_task_id());
+            RawTask::new(future, self.shared.clone(), true, self.next_task_id(), loc);
         let key = self.owned.borrow_mut().insert(list);
         run.set_owned_key(key);
-        self.queue.push(run);
+        self.enqueue(run);
         JoinHandle::new(join)
     }
 
     /// Spawns from outside `block_on`, on the core's own thread.
+    #[track_caller]
     pub(crate) fn spawn_outside<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
     {
-        self.spawn(future)
+        self.spawn(future, std::panic::Location::caller())
     }
 
     /// An id for a task spawned from this core's thread.
     #[inline]
     pub(crate) fn next_task_id(&self) -> Id {
+        self.spawned.set(self.spawned.get() + 1);
         self.task_ids.next()
     }
 
@@ -227,6 +249,7 @@ impl Core {
                     // A task waiting in the slot would wait for this thread's next
                     // `block_on`: an idle core may take it instead.
                     self.release_slot();
+                    self.publish_metrics();
                     // Hand the kernel what the last poll queued (a MSG_RING wake of another
                     // core, say) before this thread stops entering it.
                     self.ctx.driver.borrow_mut().park(false, None);
@@ -265,6 +288,8 @@ impl Core {
             ready = !self.go_idle() || self.ready(main_woken);
         }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        // Readers see the core as it is now, also while it sleeps.
+        self.publish_metrics();
         let mut driver = self.ctx.driver.borrow_mut();
         driver.park(!ready, timeout);
         if idle {
@@ -287,12 +312,22 @@ impl Core {
     /// Polls ready tasks, at most `TASKS_PER_TICK`.
     fn run_tasks(&self) {
         let mut polled = 0;
+        let mut now = 0;
         while polled < TASKS_PER_TICK {
             let Some(task) = self.next_task() else {
                 break;
             };
+            if polled == 0 {
+                now = self.started.elapsed().as_nanos() as u64 + 1;
+                self.now_ns.set(now);
+            }
             polled += 1;
-            task.run();
+            task.set_last_poll(now);
+            if self.histograms {
+                self.run_measured(task);
+            } else {
+                task.run();
+            }
         }
         self.tasks_polled
             .set(self.tasks_polled.get() + polled as u64);
@@ -324,7 +359,6 @@ impl Core {
 
     fn drain_remote(&self) {
         let drained = self.shared.drain();
-        let queue = &self.queue;
         for (run, list) in drained.spawns {
             // Spawned from another thread: it joins this core's task list here.
             let key = self.owned.borrow_mut().insert(list);
@@ -333,7 +367,7 @@ impl Core {
             // queued it locally meanwhile) and becomes a local one; `None` cannot happen
             // here, and would only drop the entry (the task list holds the task).
             if let Some(run) = run.into_local() {
-                queue.push(run);
+                self.enqueue(run);
             }
         }
         for task in drained.tasks {
@@ -341,7 +375,7 @@ impl Core {
             // finished (dropping one frees at most an empty cell: the module invariant of
             // `task`).
             if let Some(task) = task.into_local() {
-                queue.push(task);
+                self.enqueue(task);
             }
         }
     }

@@ -3,13 +3,14 @@
 //! runtime's shape as a task sees it (`cores`, `current_core`, `yield_now`).
 
 use std::future::Future;
+use std::panic::Location;
 use std::task::{Context, Poll};
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use futures::channel::oneshot;
 
-use super::task::RawTask;
+use super::task::{Loc, RawTask};
 use super::{with_core, Core, JoinHandle};
 use crate::blocking::{BlockingPool, Job};
 
@@ -26,12 +27,14 @@ use crate::blocking::{BlockingPool, Job};
 /// });
 /// assert_eq!(v, 6);
 /// ```
+#[track_caller]
 pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
     F::Output: 'static,
 {
-    with_core(|core| core.spawn(future))
+    let loc = Location::caller();
+    with_core(|core| core.spawn(future, loc))
         .unwrap_or_else(|| panic!("spawn_local called outside of a runtime"))
 }
 
@@ -57,18 +60,20 @@ where
 /// });
 /// assert_eq!(core, Some(0));
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let loc = Location::caller();
     with_core(|core| {
         if core.balances {
-            return core.spawn_stealable(future);
+            return core.spawn_stealable(future, loc);
         }
         let target = core.set.place();
         // SAFETY: the future is `Send`, so it may move to the target core's thread.
-        unsafe { spawn_on_core(core, target, future) }
+        unsafe { spawn_on_core(core, target, future, loc) }
     })
     .unwrap_or_else(|| panic!("spawn called outside of a runtime"))
 }
@@ -117,12 +122,14 @@ pub enum Placement {
 /// ```
 ///
 /// [`JoinError`]: crate::JoinError
+#[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    with_core(|core| core.spawn(blocking_job(&core.set.pool, f)))
+    let loc = Location::caller();
+    with_core(|core| core.spawn(blocking_job(&core.set.pool, f), loc))
         .unwrap_or_else(|| panic!("spawn_blocking called outside of a runtime"))
 }
 
@@ -173,6 +180,7 @@ where
 /// });
 /// assert_eq!(on, Some(1));
 /// ```
+#[track_caller]
 pub fn spawn_on<F>(core: usize, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -202,6 +210,7 @@ where
 /// });
 /// assert_eq!(n, 21);
 /// ```
+#[track_caller]
 pub fn spawn_on_local<M, F>(core: usize, make: M) -> JoinHandle<F::Output>
 where
     M: FnOnce() -> F + Send + 'static,
@@ -250,12 +259,14 @@ where
 /// The future may be moved to core `core`'s thread (and dropped on this one if that core is
 /// gone) before its first poll, and its output may be moved back; the caller guarantees
 /// that is sound.
+#[track_caller]
 unsafe fn spawn_on_unchecked<F>(core: usize, future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
 {
+    let loc = Location::caller();
     // SAFETY: forwarded from the caller.
-    with_core(|c| unsafe { spawn_on_core(c, core, future) })
+    with_core(|c| unsafe { spawn_on_core(c, core, future, loc) })
         .unwrap_or_else(|| panic!("spawn_on called outside of a runtime"))
 }
 
@@ -263,12 +274,17 @@ where
 ///
 /// # Safety
 /// As for [`spawn_on_unchecked`].
-unsafe fn spawn_on_core<F>(current: &Core, target: usize, future: F) -> JoinHandle<F::Output>
+unsafe fn spawn_on_core<F>(
+    current: &Core,
+    target: usize,
+    future: F,
+    loc: Loc,
+) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
 {
     if current.shared.index == target {
-        return current.spawn(future);
+        return current.spawn(future, loc);
     }
     let Some(shared) = current.set.get(target) else {
         panic!(
@@ -276,7 +292,8 @@ where
             current.set.len()
         )
     };
-    let (run, list, join) = RawTask::new(future, shared.clone(), false, current.next_task_id());
+    let (run, list, join) =
+        RawTask::new(future, shared.clone(), false, current.next_task_id(), loc);
     shared.push_spawn(run, list);
     JoinHandle::new(join)
 }

@@ -43,7 +43,7 @@ mod tests;
 mod waker;
 
 pub(crate) use queue::LocalQueue;
-pub(crate) use raw::{Header, RawTask, NOT_OWNED};
+pub(crate) use raw::{Header, Loc, RawTask, NOT_OWNED};
 pub(crate) use waker::wake;
 
 use crate::context;

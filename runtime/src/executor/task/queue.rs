@@ -18,6 +18,8 @@ use super::raw::{Header, RawTask};
 pub(crate) struct LocalQueue {
     head: StdCell<*const Header>,
     tail: StdCell<*const Header>,
+    /// Entries queued (for the metrics' local queue depth).
+    len: StdCell<usize>,
 }
 
 impl LocalQueue {
@@ -25,6 +27,7 @@ impl LocalQueue {
         LocalQueue {
             head: StdCell::new(std::ptr::null()),
             tail: StdCell::new(std::ptr::null()),
+            len: StdCell::new(0),
         }
     }
 
@@ -46,6 +49,7 @@ impl LocalQueue {
             unsafe { &*tail }.next.store(p, Ordering::Relaxed);
         }
         self.tail.set(p);
+        self.len.set(self.len.get() + 1);
     }
 
     /// Takes the first entry, with its reference.
@@ -58,11 +62,17 @@ impl LocalQueue {
         if next.is_null() {
             self.tail.set(std::ptr::null());
         }
+        self.len.set(self.len.get() - 1);
         Some(RawTask { ptr: head })
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.head.get().is_null()
+    }
+
+    /// How many entries are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.len.get()
     }
 }
 

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -19,6 +19,9 @@ use super::{set_poll_ref, take_poll_ref};
 use crate::context::coop;
 use crate::executor::join::JoinError;
 use crate::executor::{Core, Id, Shared};
+
+/// Where a task was spawned.
+pub(crate) type Loc = &'static std::panic::Location<'static>;
 
 /// Marks a task that is not (or no longer) in its core's task list.
 pub(crate) const NOT_OWNED: usize = usize::MAX;
@@ -45,6 +48,14 @@ pub(crate) struct Header {
     owner: AtomicPtr<Shared>,
     /// The task's id, for its handles and its `JoinError`.
     pub(crate) id: Id,
+    /// Where it was spawned (`#[track_caller]`), for task dumps.
+    pub(crate) location: Loc,
+    /// When its core last started polling it (`Core::now_ns`), 0 before the first poll.
+    /// Written by the owning core only; relaxed (read by that core's dumps).
+    pub(crate) last_poll: AtomicU64,
+    /// When its current run-queue entry was queued (`Core::clock_ns`), with the
+    /// histograms on only; 0 otherwise. Owning core only, relaxed.
+    pub(crate) queued_at: AtomicU64,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
     pub(crate) owned_key: AtomicUsize,
     /// The task has an entry in its core's local queue. Owner thread only (relaxed loads
@@ -98,6 +109,7 @@ impl RawTask {
         shared: Arc<Shared>,
         local: bool,
         id: Id,
+        location: Loc,
     ) -> (RawTask, RawTask, RawTask) {
         let cell = Box::new(Cell {
             header: Header {
@@ -105,6 +117,9 @@ impl RawTask {
                 vtable: vtable::<F>(),
                 owner: AtomicPtr::new(Arc::into_raw(shared).cast_mut()),
                 id,
+                location,
+                last_poll: AtomicU64::new(0),
+                queued_at: AtomicU64::new(0),
                 owned_key: AtomicUsize::new(NOT_OWNED),
                 queued: AtomicBool::new(local),
                 next: AtomicPtr::new(std::ptr::null_mut()),
@@ -185,6 +200,29 @@ impl RawTask {
     /// The task's id.
     pub(crate) fn id(&self) -> Id {
         self.header().id
+    }
+
+    /// Where the task was spawned, and when its core last started polling it (0: never).
+    pub(crate) fn dump_info(&self) -> (Loc, u64) {
+        let h = self.header();
+        (h.location, h.last_poll.load(Ordering::Relaxed))
+    }
+
+    /// Notes when the task's run-queue entry was queued (histograms on).
+    #[inline(always)]
+    pub(crate) fn set_queued_at(&self, now_ns: u64) {
+        self.header().queued_at.store(now_ns, Ordering::Relaxed);
+    }
+
+    /// When the task's run-queue entry was queued (0: not noted).
+    pub(crate) fn queued_at(&self) -> u64 {
+        self.header().queued_at.load(Ordering::Relaxed)
+    }
+
+    /// Notes that the task's core starts polling it at `now_ns`.
+    #[inline(always)]
+    pub(crate) fn set_last_poll(&self, now_ns: u64) {
+        self.header().last_poll.store(now_ns, Ordering::Relaxed);
     }
 
     pub(crate) fn is_complete(&self) -> bool {
@@ -435,5 +473,5 @@ pub(super) fn needs_local_entry(header: &Header) -> bool {
 #[inline(always)]
 pub(super) fn push_local(core: &Core, header: &Header, task: RawTask) {
     header.queued.store(true, Ordering::Relaxed);
-    core.queue.push(task);
+    core.enqueue(task);
 }
