@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cores::CoreSet;
 
@@ -415,9 +415,28 @@ impl Histograms {
     }
 }
 
-/// When a core started, for its busy time.
-pub(crate) fn busy_ns(started: Instant, waited_ns: u64) -> u64 {
-    (started.elapsed().as_nanos() as u64).saturating_sub(waited_ns)
+/// The metrics' clock: `CLOCK_MONOTONIC_COARSE` in nanoseconds (a vDSO read of a few ns,
+/// advancing once per kernel tick). Differences of it are unbiased estimates of the time
+/// between two reads (the tick's phase is random), so summed waits come out right; one
+/// wait's own figure is within a tick.
+pub(crate) fn coarse_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime(2) writes one timespec, which `ts` is, alive for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// How often a busy core publishes its metrics (and how soon after it falls idle).
+pub(crate) const PUBLISH_INTERVAL: Duration = Duration::from_millis(10);
+
+/// A core's busy time: the wall time since `started_ns` (`coarse_ns`) less its waits.
+pub(crate) fn busy_ns(started_ns: u64, waited_ns: u64) -> u64 {
+    coarse_ns()
+        .saturating_sub(started_ns)
+        .saturating_sub(waited_ns)
 }
 
 impl RuntimeMetrics {

@@ -266,6 +266,13 @@ impl Driver {
     /// stay queued for that next enter. `Fatal` ones panic: the core cannot go on without
     /// its ring.
     pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
+        self.park_at(wait, timeout, crate::metrics::coarse_ns());
+    }
+
+    /// [`park`](Driver::park), with the caller's reading of `metrics::coarse_ns` as the
+    /// wait's start (the loop reads the clock once before it parks). Returns the clock
+    /// after a wait, else `now`.
+    pub(crate) fn park_at(&mut self, wait: bool, timeout: Option<Duration>, now: u64) -> u64 {
         if !wait || timeout == Some(Duration::ZERO) {
             self.batch_hint = 0;
             let pending = self.sq.len();
@@ -275,10 +282,10 @@ impl Driver {
                 && self.sq.flags() & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) == 0
                 && !self.is_readiness()
             {
-                return;
+                return now;
             }
             self.enter_getevents(pending);
-            return;
+            return now;
         }
         self.counters.enters += 1;
         let want = std::mem::take(&mut self.batch_hint).min(self.ops.len());
@@ -294,7 +301,6 @@ impl Driver {
             tv_nsec: t.subsec_nanos() as i64,
         });
         let to_submit = self.sq.len();
-        let parked = std::time::Instant::now();
         let res = if !batch && ts.is_none() {
             self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None)
         } else {
@@ -311,14 +317,16 @@ impl Driver {
                 Some(&arg),
             )
         };
+        let after = crate::metrics::coarse_ns();
         self.counters.waits += 1;
-        self.counters.waited_ns += parked.elapsed().as_nanos() as u64;
+        self.counters.waited_ns += after.saturating_sub(now);
         if let Err(e) = res {
             if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
                 let call = format!("wait for {wait_nr} CQEs, timeout {timeout:?}");
                 self.enter_failed(&call, &e, why);
             }
         }
+        after
     }
 
     /// Runs one op synchronously: pushes `sqe`, then submits and waits until its CQE is

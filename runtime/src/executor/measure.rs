@@ -54,7 +54,7 @@ impl Core {
             local_queue_depth: self.queue.len() as u64,
             remote_queue_depth: 0,
             parks: c.waits,
-            busy_ns: crate::metrics::busy_ns(self.started, c.waited_ns),
+            busy_ns: crate::metrics::busy_ns(self.started_ns, c.waited_ns),
             remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
             sqes_submitted: c.sqes,
             enters: c.enters,

@@ -48,14 +48,6 @@ pub(crate) struct Header {
     owner: AtomicPtr<Shared>,
     /// The task's id, for its handles and its `JoinError`.
     pub(crate) id: Id,
-    /// Where it was spawned (`#[track_caller]`), for task dumps.
-    pub(crate) location: Loc,
-    /// When its core last started polling it (`Core::now_ns`), 0 before the first poll.
-    /// Written by the owning core only; relaxed (read by that core's dumps).
-    pub(crate) last_poll: AtomicU64,
-    /// When its current run-queue entry was queued (`Core::clock_ns`), with the
-    /// histograms on only; 0 otherwise. Owning core only, relaxed.
-    pub(crate) queued_at: AtomicU64,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
     pub(crate) owned_key: AtomicUsize,
     /// The task has an entry in its core's local queue. Owner thread only (relaxed loads
@@ -65,6 +57,15 @@ pub(crate) struct Header {
     /// relaxed, like `queued`.
     pub(super) next: AtomicPtr<Header>,
     join_waker: AtomicWaker,
+    // Cold fields last: the wake and poll paths touch the ones above.
+    /// Where it was spawned (`#[track_caller]`), for task dumps.
+    pub(crate) location: Loc,
+    /// When its core last started polling it (`Core::now_ns`), 0 before the first poll.
+    /// Written by the owning core only; relaxed (read by that core's dumps).
+    pub(crate) last_poll: AtomicU64,
+    /// When its current run-queue entry was queued (`Core::clock_ns`), with the
+    /// histograms on only; 0 otherwise. Owning core only, relaxed.
+    pub(crate) queued_at: AtomicU64,
 }
 
 impl Header {
