@@ -175,7 +175,7 @@ impl Inner {
 
 #[cold]
 fn report_spawn_failure(e: &io::Error) {
-    eprintln!("runtime: could not start a blocking-pool thread: {e}");
+    crate::trace::rt_warn!("could not start a blocking-pool thread: {e}");
 }
 
 impl std::fmt::Debug for BlockingPool {

@@ -53,6 +53,7 @@ pub mod signal;
 mod stats;
 pub mod sync;
 pub mod time;
+mod trace;
 
 pub use builder::Builder;
 pub use driver::{Backend, Features, RingFlags};

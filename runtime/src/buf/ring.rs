@@ -331,8 +331,8 @@ impl Drop for Inner {
             if let Err(e) = context::with_driver(|d| d.unregister_buf_ring(bgid)) {
                 // The kernel may still pick from the ring: its memory is kept (leaked), never
                 // freed under it.
-                eprintln!(
-                    "runtime: unregistering buffer ring {bgid} failed ({e}); its memory is kept"
+                crate::trace::rt_warn!(
+                    "unregistering buffer ring {bgid} failed ({e}); its memory is kept"
                 );
                 return;
             }

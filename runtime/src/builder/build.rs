@@ -189,18 +189,18 @@ impl Builder {
             workers,
             unpinned,
         };
-        if std::env::var_os("RUNTIME_LOG").is_some() {
+        if cfg!(feature = "tracing") || std::env::var_os("RUNTIME_LOG").is_some() {
             let features = rt.core_features();
             for (i, f) in rt.core_flags().iter().enumerate() {
                 let feat = &features[i];
                 match feat.backend {
-                    crate::Backend::Epoll => eprintln!(
-                        "runtime: core {i} runs the epoll backend: {}",
+                    crate::Backend::Epoll => crate::trace::rt_info!(
+                        "core {i} runs the epoll backend: {}",
                         feat.backend_reason
                     ),
-                    _ => eprintln!("runtime: core {i} ring set up with {f}"),
+                    _ => crate::trace::rt_info!("core {i} ring set up with {f}"),
                 }
-                eprintln!("runtime: core {i} features {feat}");
+                crate::trace::rt_info!("core {i} features {feat}");
             }
         }
         Ok(rt)

@@ -107,10 +107,7 @@ impl Worker {
     pub(crate) fn join(self) {
         let index = self.shared.index;
         if let Err(payload) = self.thread.join() {
-            eprintln!(
-                "runtime: core {index} panicked: {}",
-                panic_message(&payload)
-            );
+            crate::trace::rt_warn!("core {index} panicked: {}", panic_message(&payload));
         }
     }
 }

@@ -81,8 +81,8 @@ impl Driver {
         if since.elapsed() > SHUTDOWN_STALL {
             // The kernel will not give these back: leak them rather than free memory it may
             // still write.
-            eprintln!(
-                "runtime: {last_n} ops still in flight after shutdown; leaking their buffers"
+            crate::trace::rt_warn!(
+                "{last_n} ops still in flight after shutdown; leaking their buffers"
             );
             std::mem::forget(std::mem::take(&mut self.ops));
             std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));

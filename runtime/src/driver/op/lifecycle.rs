@@ -273,6 +273,7 @@ impl Driver {
                 resume_unwind(panic)
             }
         };
+        crate::trace::rt_trace_op!("submit", key);
         // SAFETY: not full (just checked, or room made); the SQE points only into memory
         // its op owns until the final CQE (the contract of `Op::new`).
         unsafe { self.sq.push(sqe) };
@@ -294,6 +295,7 @@ impl Driver {
             backlog,
             throttled: false,
         })));
+        crate::trace::rt_trace_op!("submit multishot", key);
         self.push(sqe.user_data(key as u64));
         key
     }
@@ -436,6 +438,7 @@ pub(crate) fn complete_op(
     wake: &mut impl FnMut(Waker),
     after: &mut AfterReap,
 ) {
+    crate::trace::rt_trace_op!("complete", key, res, flags);
     let Some(slot) = ops.get_mut(key) else {
         panic!("CQE (res {res}, flags {flags:#x}) for op slot {key}, which is empty")
     };

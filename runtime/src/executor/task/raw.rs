@@ -66,6 +66,9 @@ pub(crate) struct Header {
     /// When its current run-queue entry was queued (`Core::clock_ns`), with the
     /// histograms on only; 0 otherwise. Owning core only, relaxed.
     pub(crate) queued_at: AtomicU64,
+    /// The task's span (`task`, with its id, core and spawn site), entered on each poll.
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 impl Header {
@@ -112,6 +115,8 @@ impl RawTask {
         id: Id,
         location: Loc,
     ) -> (RawTask, RawTask, RawTask) {
+        #[cfg(feature = "tracing")]
+        let core_index = shared.index;
         let cell = Box::new(Cell {
             header: Header {
                 state: State::new(!local),
@@ -121,6 +126,14 @@ impl RawTask {
                 location,
                 last_poll: AtomicU64::new(0),
                 queued_at: AtomicU64::new(0),
+                #[cfg(feature = "tracing")]
+                span: tracing::trace_span!(
+                    target: "runtime::task",
+                    "task",
+                    id = %id,
+                    core = core_index,
+                    spawned_at = %location,
+                ),
                 owned_key: AtomicUsize::new(NOT_OWNED),
                 queued: AtomicBool::new(local),
                 next: AtomicPtr::new(std::ptr::null_mut()),
@@ -330,6 +343,8 @@ unsafe fn poll<F: Future>(ptr: NonNull<Header>) {
         // SAFETY: the vtable's functions uphold RawWaker's contract for this header.
         let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw_waker(ptr)) });
         let mut cx = Context::from_waker(&waker);
+        #[cfg(feature = "tracing")]
+        let _entered = cell.header.span.enter();
         coop::reset();
         set_poll_ref(ptr.as_ptr());
         let polled = catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)));
