@@ -89,6 +89,32 @@ impl Handle {
         crate::RuntimeMetrics::new(self.set.clone())
     }
 
+    /// Asks for the poll-time and schedule-delay histograms on or off. They are chosen when
+    /// the runtime is built ([`Builder::metrics_histograms`](crate::Builder::metrics_histograms)):
+    /// asking for what the runtime already does is `Ok`, anything else an `InvalidInput`
+    /// error that says so.
+    ///
+    /// ```
+    /// let rt = runtime::Runtime::new()?;
+    /// let err = rt.handle().set_metrics_histograms(true).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// assert!(rt.handle().set_metrics_histograms(false).is_ok());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_metrics_histograms(&self, on: bool) -> std::io::Result<()> {
+        if on == self.set.histograms {
+            return Ok(());
+        }
+        let (now, want) = if on { ("off", "true") } else { ("on", "false") };
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "the metrics histograms are {now} and cannot be switched on a running \
+                 runtime: build it with Builder::metrics_histograms({want})"
+            ),
+        ))
+    }
+
     /// Spawns a `Send` future on one of the runtime's cores: from one of its cores' threads
     /// as [`spawn`](crate::spawn) places it (on that core unless another is idle); from
     /// any other thread dealt out round-robin.

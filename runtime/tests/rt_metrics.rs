@@ -214,3 +214,20 @@ fn histograms_count_every_poll_by_its_time_when_on_and_nothing_when_off() {
     );
     assert!(!m.prometheus().contains("histogram"));
 }
+
+#[test]
+fn switching_the_histograms_on_a_running_runtime_is_an_error_that_says_how() {
+    let rt = Builder::new().cores(2).build().unwrap();
+    let err = rt.handle().set_metrics_histograms(true).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        err.to_string()
+            .contains("Builder::metrics_histograms(true)"),
+        "{err}"
+    );
+    rt.handle().set_metrics_histograms(false).unwrap();
+    drop(rt);
+    let on = Builder::new().metrics_histograms(true).build().unwrap();
+    assert!(on.handle().set_metrics_histograms(true).is_ok());
+    assert!(on.handle().set_metrics_histograms(false).is_err());
+}

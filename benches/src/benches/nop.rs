@@ -21,12 +21,17 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     );
     let (raw_flags, rt_flags) = (raw.flags(), rt.flags().to_string());
     let (tally_tasks, tally_single) = (Tally::default(), Tally::default());
+    let tally_read = Tally::default();
     let nops = vec![io_uring::opcode::Nop::new().build().user_data(0x6e6f70); DEPTH];
     let mut contestants = vec![
         // SAFETY: a NOP references no memory.
         Contestant::new("raw ring", |n| unsafe { raw.batches(n, &nops) }),
         Contestant::new("runtime 32 tasks", |n| tasks(&rt, n, &tally_tasks)),
         Contestant::new("runtime 1 task x32", |n| single_task(&rt, n, &tally_single)),
+        Contestant::new("runtime 32 tasks, metrics read", |n| {
+            let _reader = MetricsReader::start(rt.metrics());
+            tasks(&rt, n, &tally_read)
+        }),
     ];
     let (series, count) = alternate(&mut contestants, plan)?;
     drop(contestants);
@@ -42,6 +47,11 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             "vs raw, median of the per-round ratios (drift between rounds cancels): {}",
             paired.collect::<Vec<_>>().join(", ")
         ),
+        format!(
+            "metrics read: another thread reads every core's metrics (`total()` and `prometheus()`) every {} ms \
+             during the run; target: within 2% of `runtime 32 tasks`",
+            READ_EVERY.as_millis()
+        ),
         "target: runtime >= 0.75x raw, <= 1/16 enters per nop".into(),
     ];
     let title = format!(
@@ -53,6 +63,41 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         Table::new(title, Metric::Rate("nops/s"), "vs raw", 0, series, notes).render()
     );
     Ok(())
+}
+
+/// How often the metrics reader reads (the cost target asks for once a second).
+const READ_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A thread reading a runtime's metrics every `READ_EVERY` until dropped.
+struct MetricsReader {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MetricsReader {
+    fn start(metrics: runtime::RuntimeMetrics) -> MetricsReader {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::black_box((metrics.total(), metrics.prometheus()));
+                std::thread::sleep(READ_EVERY);
+            }
+        });
+        MetricsReader {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for MetricsReader {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// `count` NOPs over `DEPTH` tasks, each awaiting one NOP at a time.
