@@ -28,19 +28,20 @@ use std::pin::pin;
 
 use futures::future::{select, Either};
 
-/// Runs `work` until it ends or the process gets `SIGINT`, whichever comes first: `Ok(())`
-/// on Ctrl-C (dropping `work`), else what `work` returned.
+/// Runs `work` until it ends or the process gets `SIGINT` or `SIGTERM`
+/// ([`runtime::signal::shutdown`]), whichever comes first: `Ok(())` on the signal (dropping
+/// `work`), else what `work` returned.
 ///
 /// # Errors
-/// `work`'s error, or the error of [`runtime::signal::ctrl_c`].
+/// `work`'s error, or the error of [`runtime::signal::shutdown`].
 pub async fn until_ctrl_c<F>(work: F) -> io::Result<()>
 where
     F: Future<Output = io::Result<()>>,
 {
-    let ctrl_c = pin!(runtime::signal::ctrl_c());
+    let stop = runtime::signal::shutdown()?;
     let work = pin!(work);
-    match select(ctrl_c, work).await {
-        Either::Left((res, _)) => res,
+    match select(stop, work).await {
+        Either::Left(((), _)) => Ok(()),
         Either::Right((res, _)) => res,
     }
 }
@@ -52,14 +53,7 @@ where
 /// # Errors
 /// If either signal cannot be listened for.
 pub fn shutdown_signal() -> io::Result<impl Future<Output = ()>> {
-    use runtime::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut term = signal(SignalKind::terminate())?;
-    Ok(async move {
-        let int = pin!(int.recv());
-        let term = pin!(term.recv());
-        select(int, term).await;
-    })
+    runtime::signal::shutdown()
 }
 
 /// Builds a runtime of `cores` cores and runs `main` on core 0.

@@ -229,16 +229,22 @@ fn metrics_endpoint_counts_the_load_and_comes_back_to_rest() {
         assert_eq!(series_sum(&after, "runtime_cq_overflows_total"), 0);
         // At rest (the load's connections closed), ops in flight come back to where they
         // were: the listeners' accepts and the scrape's own connection.
-        let rest = series_sum(&before, "runtime_ops_in_flight");
+        let gauges = |text: &str| {
+            (
+                series_sum(text, "runtime_ops_in_flight"),
+                series_sum(text, "runtime_fixed_files_in_use"),
+            )
+        };
+        let rest = gauges(&before);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let now = series_sum(&scrape(&base).await, "runtime_ops_in_flight");
+            let now = gauges(&scrape(&base).await);
             if now == rest {
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "ops in flight stay at {now}, was {rest} at rest"
+                "(ops in flight, direct descriptors) stay at {now:?}, were {rest:?} at rest"
             );
             runtime::sleep(Duration::from_millis(20)).await;
         }

@@ -169,8 +169,8 @@ pub mod unix;
 pub use io::{Chunk, RecvStream};
 pub use sys::resolve::{lookup_host, ToSocketAddrs};
 pub use tcp::{
-    serve, Incoming, IncomingWithAddr, ListenOptions, OwnedReadHalf, OwnedWriteHalf, ReuniteError,
-    Server, TcpListener, TcpStream,
+    serve, serve_with_async, Incoming, IncomingWithAddr, ListenOptions, OwnedReadHalf,
+    OwnedWriteHalf, ReuniteError, Server, TcpListener, TcpStream,
 };
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};

@@ -208,3 +208,73 @@ fn graceful_shutdown_closes_what_outlasts_the_grace_period() {
         assert_eq!(runtime::stats().unwrap().tasks_alive, tasks_before);
     });
 }
+
+#[test]
+fn serve_with_async_sets_each_core_up_inside_the_runtime_before_it_serves() {
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    rt.block_on(async {
+        // A "database" each core connects to during its setup: an echo listener.
+        let db = corering_net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let db_addr = db.local_addr().unwrap();
+        let accepted = runtime::spawn_local(async move {
+            let mut conns = Vec::new();
+            for _ in 0..2 {
+                conns.push(db.accept().await.unwrap().0);
+            }
+            conns
+        });
+        let server = Builder::new()
+            .serve_with_async("127.0.0.1:0", move |core| async move {
+                // Async work on this core before it accepts: a connection of its own.
+                let conn = corering_net::TcpStream::connect(db_addr).await?;
+                assert_eq!(runtime::current_core(), Some(core));
+                let conn = Rc::new(conn);
+                Ok(from_hyper(service_fn(
+                    move |_req: Request<hyper::body::Incoming>| {
+                        let peer = conn.local_addr().map(|a| a.port()).unwrap_or(0);
+                        async move {
+                            let body = format!("core {core} db port {peer}");
+                            Ok::<_, Infallible>(Response::new(Body::new(Bytes::from(body))))
+                        }
+                    },
+                )))
+            })
+            .unwrap();
+        let base = format!("http://{}", server.local_addr());
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..40 {
+            // A new connection each time, so both cores' listeners get some.
+            let client = Client::<Empty<Bytes>>::new();
+            let res = client
+                .get(format!("{base}/{i}").parse().unwrap())
+                .await
+                .unwrap();
+            let text = body_text(res).await;
+            assert!(text.contains("db port"), "{text}");
+            seen.insert(text);
+        }
+        assert_eq!(
+            accepted.await.unwrap().len(),
+            2,
+            "each core opened its connection"
+        );
+        assert!(!seen.is_empty());
+        server.shutdown(Duration::from_secs(1)).await.unwrap();
+
+        // A setup that fails: that core's error comes back from shutdown.
+        let failing = Builder::new()
+            .serve_with_async("127.0.0.1:0", |core| async move {
+                if core == 1 {
+                    return Err(std::io::Error::other("core 1 could not reach its database"));
+                }
+                Ok(service(core))
+            })
+            .unwrap();
+        runtime::time::sleep(Duration::from_millis(50)).await;
+        let err = failing.shutdown(Duration::from_secs(1)).await.unwrap_err();
+        assert!(
+            err.to_string().contains("could not reach its database"),
+            "{err}"
+        );
+    });
+}

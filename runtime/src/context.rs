@@ -55,6 +55,8 @@ pub(crate) struct CoreContext {
     /// How often the receive ring grew, and the `ENOBUFS` its replaced rings saw (for the
     /// metrics; the current ring counts its own).
     pub(crate) recv_grown: Cell<(u64, u64)>,
+    /// Direct descriptors of this ring's table owned by a `SharedFd` (for the metrics).
+    pub(crate) fixed_in_use: Cell<u64>,
 }
 
 /// Every per-thread pointer and state of the runtime (see the module documentation).

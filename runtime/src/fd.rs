@@ -192,6 +192,7 @@ impl Drop for Fixed {
             // `None` (the driver is borrowed: never, as op data is dropped outside its
             // borrow) leaves the slot taken until the ring closes, never freed early.
             let _ = context::try_with_driver(|d| d.close_fixed_now(self.index));
+            context::with_current(|c| c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1)));
         }
         // Elsewhere the core's ring (and its table) is gone, or out of reach: nothing to
         // close from here.
@@ -231,6 +232,7 @@ impl SharedFd {
     /// called on (the result of an accept or open into the table on this core), and
     /// nothing else owns it: the last clone's drop closes it.
     pub unsafe fn from_fixed(index: u32) -> SharedFd {
+        context::with_current(|c| c.fixed_in_use.set(c.fixed_in_use.get() + 1));
         SharedFd(Rc::new(Inner::Fixed(Fixed {
             index,
             core: context::current_core_id(),

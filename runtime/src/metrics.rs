@@ -19,7 +19,8 @@ use crate::cores::CoreSet;
 /// ([`RuntimeMetrics::total`]).
 ///
 /// Counters count since the core started; the gauges (`alive_tasks`, `local_queue_depth`,
-/// `remote_queue_depth`, `ops_in_flight`, `recv_ring_buffers`, `recv_ring_buffers_out`)
+/// `remote_queue_depth`, `ops_in_flight`, `recv_ring_buffers`, `recv_ring_buffers_out`,
+/// `fixed_files_in_use`)
 /// are values at that moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -72,6 +73,9 @@ pub struct CoreMetrics {
     pub msg_ring_sent: u64,
     /// `IORING_OP_MSG_RING` wakes this core received.
     pub msg_ring_received: u64,
+    /// Slots of the ring's fixed-file table held by direct descriptors the program owns
+    /// (accepted or opened into the table, not closed yet).
+    pub fixed_files_in_use: u64,
 }
 
 macro_rules! published {
@@ -131,16 +135,18 @@ published!(
     recv_ring_buffers_out,
     msg_ring_sent,
     msg_ring_received,
+    fixed_files_in_use,
 );
 
 /// Fields that are values at a moment, not counts since the start.
-const GAUGES: [&str; 6] = [
+const GAUGES: [&str; 7] = [
     "alive_tasks",
     "local_queue_depth",
     "remote_queue_depth",
     "ops_in_flight",
     "recv_ring_buffers",
     "recv_ring_buffers_out",
+    "fixed_files_in_use",
 ];
 
 /// A runtime's metrics, readable from any thread, before and after the runtime is dropped

@@ -17,7 +17,7 @@ pub(crate) mod server;
 mod stream;
 
 pub use listener::{ListenOptions, TcpListener};
-pub use serve::serve;
+pub use serve::{serve, serve_with_async};
 pub use server::Server;
 pub use stream::TcpStream;
 

@@ -55,17 +55,52 @@ where
     H: Fn(TcpStream) -> F + Clone + Send + 'static,
     F: Future<Output = ()> + 'static,
 {
+    serve_with_async(addr, move |_core| std::future::ready(Ok(handler.clone())))
+}
+
+/// As [`serve`], with each core's handler made by `make(core)` inside the runtime, on that
+/// core, before it accepts: the place for per-core async setup (this core's database
+/// connections, a cache warmed from disk). Connections wait in the listener's backlog
+/// meanwhile. The handler need not be `Send` (it is made where it runs); a setup that
+/// fails ends that core's share with its error, which [`Server::shutdown`] reports.
+///
+/// ```
+/// # #[runtime::main(cores = 2)]
+/// # async fn main() -> std::io::Result<()> {
+/// use std::rc::Rc;
+/// let server = corering_net::serve_with_async("127.0.0.1:0", |core| async move {
+///     runtime::time::sleep(std::time::Duration::from_millis(1)).await; // e.g. connect a pool
+///     let greeting = Rc::new(format!("core {core}\n"));
+///     Ok(move |stream: corering_net::TcpStream| {
+///         let greeting = greeting.clone();
+///         async move {
+///             let _ = stream.write_all_owned(greeting.as_bytes().to_vec()).await;
+///         }
+///     })
+/// })?;
+/// server.shutdown(std::time::Duration::from_secs(1)).await
+/// # }
+/// ```
+///
+/// # Errors
+/// Outside a runtime; if the address does not resolve or cannot be bound.
+pub fn serve_with_async<M, S, H, F>(addr: impl ToSocketAddrs, make: M) -> io::Result<Server>
+where
+    M: Fn(usize) -> S + Clone + Send + 'static,
+    S: Future<Output = io::Result<H>> + 'static,
+    H: Fn(TcpStream) -> F + 'static,
+    F: Future<Output = ()> + 'static,
+{
     let (addr, listeners) = bind_per_core("corering_net::serve", &addr, &ListenOptions::new())?;
     let (trigger, signal) = Server::signal();
     let cores = listeners
         .into_iter()
-        .map(|std_listener| {
-            let handler = handler.clone();
-            let signal = signal.clone();
-            move || serve_core(std_listener, handler, signal)
-        })
         .enumerate()
-        .map(|(core, start)| runtime::spawn_on_local(core, start))
+        .map(|(core, std_listener)| {
+            let make = make.clone();
+            let signal = signal.clone();
+            runtime::spawn_on_local(core, move || serve_core(std_listener, make(core), signal))
+        })
         .collect();
     Ok(Server::new(addr, cores, trigger))
 }
@@ -97,16 +132,19 @@ pub(crate) fn bind_per_core<T: ToSocketAddrs + ?Sized>(
 
 /// One core's share: accept until the signal, then wait for this core's handlers up to the
 /// deadline and drop those left.
-async fn serve_core<H, F>(
+async fn serve_core<S, H, F>(
     std_listener: std::net::TcpListener,
-    handler: H,
+    make: S,
     signal: Signal,
 ) -> io::Result<()>
 where
+    S: Future<Output = io::Result<H>>,
     H: Fn(TcpStream) -> F,
     F: Future<Output = ()> + 'static,
 {
     let listener = TcpListener::from_std(std_listener)?;
+    // Connections wait in the listener's backlog while the core's handler is made.
+    let handler = make.await?;
     accept_until(listener, signal, |stream, tracker| {
         let conn = handler(stream);
         async move {

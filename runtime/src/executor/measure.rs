@@ -69,6 +69,7 @@ impl Core {
             recv_ring_buffers_out: out,
             msg_ring_sent: c.msg_rings_sent,
             msg_ring_received: c.msg_rings_received,
+            fixed_files_in_use: self.ctx.fixed_in_use.get(),
         });
     }
 }

@@ -174,6 +174,7 @@ impl Core {
                 features,
                 recv_ring: RefCell::new(CoreRing::default()),
                 recv_grown: Cell::new((0, 0)),
+                fixed_in_use: Cell::new(0),
             },
             shared,
             set,

@@ -1,4 +1,5 @@
-//! Unix signals through the ring: [`ctrl_c`] and [`unix::signal`].
+//! Unix signals through the ring: [`ctrl_c`], [`shutdown`] (the first `SIGINT` or
+//! `SIGTERM`) and [`unix::signal`].
 //!
 //! A handler (installed for a signal on its first listener) writes to an eventfd per
 //! listener of that signal; each listener reads its eventfd through its core's ring, so a
@@ -172,4 +173,54 @@ pub async fn ctrl_c() -> io::Result<()> {
     let mut signal = unix::signal(unix::SignalKind::interrupt())?;
     signal.recv().await;
     Ok(())
+}
+
+/// Listens for `SIGINT` and `SIGTERM` from this call on, and returns a future that
+/// completes on the first of them: the stop signal of a service (Ctrl-C by hand, `SIGTERM`
+/// from `docker stop`, systemd or Kubernetes). The handlers are installed by this call, so
+/// a signal that arrives before the future is first polled is not lost.
+///
+/// ```no_run
+/// # let rt = runtime::Runtime::new().unwrap();
+/// # rt.block_on(async {
+/// let stop = runtime::signal::shutdown()?;
+/// // ... start serving ...
+/// stop.await;
+/// println!("stopping");
+/// # Ok::<(), std::io::Error>(())
+/// # });
+/// ```
+///
+/// # Errors
+/// If a handler cannot be installed, or more than 16 tasks listen for one of the signals
+/// at once.
+pub fn shutdown() -> io::Result<Shutdown> {
+    Ok(Shutdown {
+        int: unix::signal(unix::SignalKind::interrupt())?,
+        term: unix::signal(unix::SignalKind::terminate())?,
+    })
+}
+
+/// The future [`shutdown`] returns: completes on the first `SIGINT` or `SIGTERM` since it
+/// was made.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct Shutdown {
+    int: unix::Signal,
+    term: unix::Signal,
+}
+
+impl std::future::Future for Shutdown {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let this = &mut *self;
+        if this.int.poll_recv(cx).is_ready() || this.term.poll_recv(cx).is_ready() {
+            return std::task::Poll::Ready(());
+        }
+        std::task::Poll::Pending
+    }
 }

@@ -21,14 +21,13 @@ use crate::tcp::{TcpListener, TcpStream};
 
 /// One core's share: accept until the signal, then drain this core's connections.
 pub(super) async fn serve_core<M, S, B>(
-    core: usize,
     listener: std::net::TcpListener,
     make: M,
     settings: Builder,
     signal: Signal,
 ) -> io::Result<()>
 where
-    M: Fn(usize) -> S,
+    M: Future<Output = io::Result<S>>,
     S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
     S::Future: 'static,
     S::Error: Into<BoxError>,
@@ -36,7 +35,8 @@ where
     B::Error: Into<BoxError>,
 {
     let listener = TcpListener::from_std(listener)?;
-    let service = make(core);
+    // Connections wait in the listener's backlog while the core's service is made.
+    let service = make.await?;
     let mut http = auto::Builder::new(HyperExecutor);
     http.http1().timer(HyperTimer);
     http.http2().timer(HyperTimer);

@@ -1,6 +1,7 @@
 //! [`Builder`]: the settings of [`serve`](super::serve()) (TLS, listen options, the HTTP
 //! builder), and its start: a listener bound per core, an accept loop spawned on each.
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
@@ -113,6 +114,48 @@ impl Builder {
         B: Body + 'static,
         B::Error: Into<BoxError>,
     {
+        self.serve_with_async(addr, move |core| std::future::ready(Ok(make(core))))
+    }
+
+    /// Serves the service `make(core)` resolves to on each core, on `addr`: the per-core
+    /// setup runs inside the runtime, on its core, before that core accepts (open this
+    /// core's database connections, warm a cache), and connections wait in the listener's
+    /// backlog meanwhile. A factory that fails ends that core's share with its error
+    /// ([`Server::shutdown`] reports it); the other cores serve on.
+    ///
+    /// ```
+    /// # #[runtime::main(cores = 2)]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::rc::Rc;
+    /// let server = corering_net::hyper::Builder::new().serve_with_async("127.0.0.1:0", |core| async move {
+    ///     // Inside the runtime, on `core`: connect this core's pool here.
+    ///     runtime::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     let name = Rc::new(format!("core {core}"));
+    ///     Ok(tower::service_fn(move |_req: http::Request<hyper::body::Incoming>| {
+    ///         let name = name.clone();
+    ///         async move { Ok::<_, std::convert::Infallible>(http::Response::new(name.to_string())) }
+    ///     }))
+    /// })?;
+    /// server.shutdown(std::time::Duration::from_secs(1)).await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Outside a runtime; if the address does not resolve or cannot be bound.
+    pub fn serve_with_async<M, F, S, B>(
+        self,
+        addr: impl ToSocketAddrs,
+        make: M,
+    ) -> io::Result<Server>
+    where
+        M: Fn(usize) -> F + Clone + Send + 'static,
+        F: Future<Output = io::Result<S>> + 'static,
+        S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: Body + 'static,
+        B::Error: Into<BoxError>,
+    {
         // TCP_NODELAY on the listener: every connection inherits it, with no per-connection
         // setsockopt (a ring round trip on a direct descriptor).
         let options = self.listen.clone().nodelay(true);
@@ -126,7 +169,7 @@ impl Builder {
                 let settings = self.clone();
                 let signal = signal.clone();
                 runtime::spawn_on_local(core, move || {
-                    serve_core(core, listener, make, settings, signal)
+                    serve_core(listener, make(core), settings, signal)
                 })
             })
             .collect();
