@@ -10,10 +10,10 @@ use crate::blocking;
 use crate::driver::{feature_bit as bit, Backend, RingConfig};
 use crate::executor::Placement;
 
-/// Configures and builds a [`Runtime`].
+/// Configures and builds a [`Runtime`](crate::Runtime).
 ///
 /// Every setup flag and kernel feature is asked for by default; one this kernel lacks is
-/// left off silently, and [`Runtime::flags`] and [`Runtime::features`] say what each core
+/// left off silently, and [`Runtime::flags`](crate::Runtime::flags) and [`Runtime::features`](crate::Runtime::features) say what each core
 /// got. The feature switches ([`registered_ring_fd`](Builder::registered_ring_fd),
 /// [`no_sqarray`](Builder::no_sqarray), [`min_timeout`](Builder::min_timeout),
 /// [`recv_multishot`](Builder::recv_multishot), [`recv_bundle`](Builder::recv_bundle),
