@@ -103,9 +103,14 @@ impl Core {
         let cores = self.set.all();
         let n = cores.len();
         let me = self.shared.index;
-        let mut taken = Vec::with_capacity(STEAL_MAX);
         for k in 1..n {
             let victim = &cores[(me + k) % n];
+            // The lock-free length first: an idle core looks on every park, and most find
+            // nothing (no lock, no allocation then).
+            if victim.fresh.len() == 0 {
+                continue;
+            }
+            let mut taken = Vec::with_capacity(STEAL_MAX);
             victim.fresh.steal(&mut taken);
             if taken.is_empty() {
                 continue;
@@ -114,11 +119,13 @@ impl Core {
             for task in &taken {
                 task.run.rehome(&self.shared);
             }
-            // Refused only if this core is shutting down: they never run.
+            // The oldest runs here now; the rest stay stealable in this core's queue
+            // (refused only if this core is shutting down: they never run then).
+            let first = taken.remove(0);
             for task in self.shared.fresh.push_all(&mut taken) {
                 task.cancel();
             }
-            if let Some(run) = self.take_fresh() {
+            if let Some(run) = self.adopt(first) {
                 self.enqueue(run);
             }
             if victim.fresh.len() > 0 || self.shared.fresh.len() > 0 {
