@@ -2,6 +2,9 @@
 //! - [`serve`] / [`Builder`]: any tower service (an axum `Router` as it is) or hyper service
 //!   ([`from_hyper`]) on every core, HTTP/1.1 and HTTP/2 on one port, plain or over TLS
 //!   ([`Builder::tls`], feature `tls`), with a graceful shutdown ([`Server`]);
+//! - HTTP/1.1 upgrades (WebSocket) on every connection [`serve`] serves: take hyper's
+//!   `OnUpgrade` from the request, and read and write the [`Upgraded`](::hyper::upgrade::Upgraded)
+//!   connection through [`UpgradedIo`] (futures' or tokio's I/O traits); see [`upgrade`];
 //! - [`Client`]: HTTP/1.1 and HTTP/2 (h2c, or by ALPN over TLS) with connection reuse;
 //! - the parts both are built from: [`HyperIo`] implements hyper's
 //!   [`Read`](::hyper::rt::Read) and [`Write`](::hyper::rt::Write) on a socket of this crate
@@ -57,7 +60,9 @@
 mod client;
 mod rt;
 mod serve;
+pub mod upgrade;
 
 pub use client::{Client, ClientBuilder};
 pub use rt::{HyperExecutor, HyperIo, HyperTimer};
 pub use serve::{from_hyper, serve, Builder, FromHyper, Server};
+pub use upgrade::{UpgradableIo, UpgradedIo};

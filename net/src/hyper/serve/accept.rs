@@ -1,11 +1,11 @@
 //! One core's share of [`serve`](super::serve): its accept loop until the shutdown signal,
 //! then the drain of its connections; and each connection, served by hyper-util's `auto`
-//! connection (after the TLS handshake, if there is one) and told to finish once its core
-//! closes.
+//! connection (after the TLS handshake, if there is one), with HTTP/1.1 upgrades, and told
+//! to finish once its core closes.
 
 use std::future::{poll_fn, Future};
 use std::io;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 
 use http::{Request, Response};
@@ -14,7 +14,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 
 use super::{BoxError, Builder};
-use crate::hyper::{HyperExecutor, HyperIo, HyperTimer};
+use crate::hyper::{HyperExecutor, HyperIo, HyperTimer, UpgradableIo};
 use crate::tcp::conns::{accept_until, Tracker};
 use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
@@ -108,13 +108,33 @@ async fn run_conn<I, S, B>(
     B: Body + 'static,
     B::Error: Into<BoxError>,
 {
-    let mut conn = pin!(http.serve_connection(io, service));
+    if http.is_http1_available() && http.is_http2_available() {
+        // With upgrades: an HTTP/1.1 request the service answers with `101 Switching
+        // Protocols` hands the socket over to whoever awaits its `hyper::upgrade::OnUpgrade`
+        // (hyper requires `Send` I/O for that, which `UpgradableIo` provides for this
+        // core-bound socket). The connection future then completes, so an upgraded
+        // connection is no longer tracked here: the graceful shutdown does not wait for it,
+        // its owner closes it.
+        let conn = pin!(http.serve_connection_with_upgrades(UpgradableIo::new(io), service));
+        drive(conn, tracker, |conn| conn.graceful_shutdown()).await;
+    } else {
+        // HTTP/1-only or HTTP/2-only (`http1_only()`, `http2_only()`, as the gRPC preset
+        // sets): hyper-util's upgradeable connection serves whichever version the client
+        // speaks, so a restricted builder is served without upgrades, which keeps the
+        // restriction.
+        let conn = pin!(http.serve_connection(io, service));
+        drive(conn, tracker, |conn| conn.graceful_shutdown()).await;
+    }
+}
+
+/// Polls `conn` to its end, telling it to finish (`shutdown`) once the core closes.
+/// Errors (a reset peer, a malformed request hyper answered with 400) end just this
+/// connection; there is no one to report them to.
+async fn drive<C: Future>(mut conn: Pin<&mut C>, tracker: &Tracker, shutdown: fn(Pin<&mut C>)) {
     let mut told = false;
-    // Errors (a reset peer, a malformed request hyper answered with 400) end just this
-    // connection; there is no one to report them to.
     let _ = poll_fn(|cx| {
         if !told && tracker.conns.closing(tracker.key, cx) {
-            conn.as_mut().graceful_shutdown();
+            shutdown(conn.as_mut());
             told = true;
         }
         conn.as_mut().poll(cx)

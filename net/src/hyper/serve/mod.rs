@@ -7,6 +7,12 @@
 //! its HTTP/2 stream tasks stay on the core that accepted it, so nothing here needs `Send`
 //! past the factory.
 //!
+//! Every HTTP/1.1 connection supports upgrades (hyper-util's `serve_connection_with_upgrades`):
+//! a handler that answers `101 Switching Protocols` takes the connection from the request's
+//! `hyper::upgrade::OnUpgrade` (see [`upgrade`](super::upgrade)). An upgraded connection
+//! leaves the server's tracking: the graceful shutdown does not wait for it, and closing it
+//! (a WebSocket close frame) is its owner's job.
+//!
 //! Shutdown ([`Server::shutdown`], [`Server::with_graceful_shutdown`]): every core stops
 //! accepting and closes its listener, tells each of its connections to finish (an HTTP/1
 //! connection closes after its in-flight response, an HTTP/2 one sends `GOAWAY` and
