@@ -154,6 +154,8 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("net is built on io_uring and runs on Linux only");
 
+#[cfg(feature = "grpc")]
+pub mod grpc;
 #[cfg(feature = "hyper")]
 pub mod hyper;
 mod io;
