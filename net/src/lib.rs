@@ -160,6 +160,8 @@ pub mod grpc;
 pub mod hyper;
 mod io;
 mod ops;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod stream;
 mod sys;
 pub mod tcp;
