@@ -4,7 +4,8 @@
 # a private PostgreSQL cluster (scripts/tfb_pg.sh). wrk drives each test for DURATION
 # seconds per round, alternating A B A B for ROUNDS rounds; the server's CPU time is
 # utime+stime from /proc/<pid>/stat before and after each run. Prints µs of server CPU per
-# request for each runtime and the ratio (this runtime / tokio; below 1 is cheaper).
+# request for each runtime and round, then the medians and their ratio (this runtime / tokio;
+# below 1 is cheaper).
 # Tests: plaintext (16 requests pipelined per connection, a wrk Lua script), json, db,
 # queries (20), fortunes, updates (20). Needs wrk and python3.
 # Usage: [DURATION=5] [ROUNDS=2] [CONNS=64] [POOL=4] scripts/tfb_bench.sh
@@ -97,29 +98,35 @@ run() {
     echo "$reqs $((after - before))"
 }
 
-python3 -c 'print("%-24s %14s %14s %8s" % ("test", "tfb µs/req", "tokio µs/req", "ratio"))'
+echo "each round: µs of server CPU per request and requests/s, this runtime then tokio"
 for spec in "plaintext (pipelined 16)|/plaintext|-s $WORK/pipeline.lua -- 16" \
             "json|/json|" "db|/db|" "queries (20)|/queries?queries=20|" \
             "fortunes|/fortunes|" "updates (20)|/updates?queries=20|"; do
     IFS='|' read -r label path extra <<<"$spec"
-    declare -A reqs=([tfb]=0 [tfb-tokio]=0) ticks=([tfb]=0 [tfb-tokio]=0)
+    rounds=()
     for _ in $(seq "$ROUNDS"); do
         for name in tfb tfb-tokio; do
             # shellcheck disable=SC2086
             read -r r t < <(run "$name" "$path" $extra)
-            reqs[$name]=$((reqs[$name] + r))
-            ticks[$name]=$((ticks[$name] + t))
+            rounds+=("$name:$r:$t")
         done
     done
-    python3 - "$label" "${reqs[tfb]}" "${ticks[tfb]}" "${reqs[tfb-tokio]}" "${ticks[tfb-tokio]}" "$TICK" <<'PY'
-import sys
-label, ra, ta, rb, tb, tick = sys.argv[1], *map(int, sys.argv[2:])
-a = ta / tick / ra * 1e6
-b = tb / tick / rb * 1e6
-ratio = "%.2fx" % (a / b) if b else "n/a"
-print("%-24s %14.2f %14.2f %8s" % (label, a, b, ratio))
+    python3 - "$label" "$TICK" "$DURATION" "${rounds[@]}" >>"$WORK/summary" <<'PY'
+import statistics, sys
+label, tick, secs, rounds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+us = {"tfb": [], "tfb-tokio": []}
+for i, r in enumerate(rounds):
+    name, reqs, ticks = r.split(":")
+    us[name].append(int(ticks) / tick / int(reqs) * 1e6)
+    print("  %-24s %-10s round %d: %8.2f us/req %10.0f req/s" % (
+        label, name, i // 2 + 1, us[name][-1], int(reqs) / secs), file=sys.stderr)
+a, b = statistics.median(us["tfb"]), statistics.median(us["tfb-tokio"])
+print("%-24s %14.2f %14.2f %8s" % (label, a, b, "%.2fx" % (a / b) if b else "n/a"))
 PY
 done
+echo
+python3 -c 'print("%-24s %14s %14s %8s" % ("test (medians)", "tfb µs/req", "tokio µs/req", "ratio"))'
+cat "$WORK/summary"
 for name in tfb tfb-tokio; do
     pid_var="PID_${name//-/_}"
     kill -TERM "${!pid_var}"

@@ -212,6 +212,8 @@ fn pool_round_robin_setup_and_reconnect() {
         return;
     };
     block_on(async {
+        let metrics = runtime::Handle::current();
+        let baseline = alive_tasks(&metrics).await;
         let setups = Arc::new(AtomicUsize::new(0));
         let counted = setups.clone();
         let pool = Pool::builder(postgres::parse(&url).expect("parses"))
@@ -279,5 +281,24 @@ fn pool_round_robin_setup_and_reconnect() {
             4,
             "the setup ran again for the new connection"
         );
+        // Nothing leaked: once the clients are gone, every connection's driver task ends
+        // (the terminated one's included), back to the tasks alive before the pool.
+        drop((fresh, pool, admin));
+        let mut alive = alive_tasks(&metrics).await;
+        for _ in 0..500 {
+            if alive == baseline {
+                break;
+            }
+            runtime::time::sleep(Duration::from_millis(10)).await;
+            alive = alive_tasks(&metrics).await;
+        }
+        assert_eq!(alive, baseline, "every connection's driver task ended");
     });
+}
+
+/// Tasks alive on the runtime, as its metrics publish them (each core publishes at least
+/// every 10 ms while busy, and when it falls idle: a short sleep lets it).
+async fn alive_tasks(handle: &runtime::Handle) -> usize {
+    runtime::time::sleep(Duration::from_millis(30)).await;
+    handle.metrics().num_alive_tasks()
 }
