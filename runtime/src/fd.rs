@@ -188,11 +188,20 @@ impl Drop for Fixed {
     fn drop(&mut self) {
         // The installed fd, if any, closes with its field. Every op that named the index
         // held a clone until its final CQE, so none does now: the index can be closed.
-        if self.on_core() {
+        // On its core (one context read: the check and the metrics' count together).
+        let on_core = self.core.is_some()
+            && context::with_current(|c| {
+                let here = Some(c.id) == self.core;
+                if here {
+                    c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1));
+                }
+                here
+            })
+            .unwrap_or(false);
+        if on_core {
             // `None` (the driver is borrowed: never, as op data is dropped outside its
             // borrow) leaves the slot taken until the ring closes, never freed early.
             let _ = context::try_with_driver(|d| d.close_fixed_now(self.index));
-            context::with_current(|c| c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1)));
         }
         // Elsewhere the core's ring (and its table) is gone, or out of reach: nothing to
         // close from here.
@@ -232,10 +241,14 @@ impl SharedFd {
     /// called on (the result of an accept or open into the table on this core), and
     /// nothing else owns it: the last clone's drop closes it.
     pub unsafe fn from_fixed(index: u32) -> SharedFd {
-        context::with_current(|c| c.fixed_in_use.set(c.fixed_in_use.get() + 1));
+        // One context read: this core, and the metrics' count of slots held.
+        let core = context::with_current(|c| {
+            c.fixed_in_use.set(c.fixed_in_use.get() + 1);
+            c.id
+        });
         SharedFd(Rc::new(Inner::Fixed(Fixed {
             index,
-            core: context::current_core_id(),
+            core,
             installed: OnceCell::new(),
         })))
     }
