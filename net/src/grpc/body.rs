@@ -26,9 +26,15 @@ pub struct GrpcBody<B> {
 impl<B> GrpcBody<B> {
     /// `inner` as it is, cut off at `deadline` if there is one.
     pub fn new(inner: B, deadline: Option<Instant>) -> GrpcBody<B> {
+        GrpcBody::with_sleep(inner, deadline.map(runtime::time::sleep_until))
+    }
+
+    /// `inner` cut off when `deadline` fires: the timer that already timed the call's
+    /// head goes on with its body (one timer per call, not two).
+    pub(crate) fn with_sleep(inner: B, deadline: Option<Sleep>) -> GrpcBody<B> {
         GrpcBody {
             inner: Some(inner),
-            deadline: deadline.map(runtime::time::sleep_until),
+            deadline,
         }
     }
 

@@ -2,9 +2,9 @@
 //! generated clients (or any tower-based gRPC client).
 
 use std::fmt;
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
-use std::pin::Pin;
+use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -199,15 +199,24 @@ where
                     Ok(p) => p,
                     Err(e) => return Err(e),
                 };
-                let res = match deadline {
-                    Some(at) => match runtime::time::timeout_at(at, client.request(req)).await {
-                        Ok(res) => res,
-                        Err(_) => return Ok(deadline_exceeded()),
-                    },
-                    None => client.request(req).await,
+                // One timer for the call: it times the head, then goes on in the body.
+                let mut sleep = deadline.map(runtime::time::sleep_until);
+                let mut request = pin!(client.request(req));
+                let res = poll_fn(|cx| {
+                    if let Poll::Ready(res) = request.as_mut().poll(cx) {
+                        return Poll::Ready(Some(res));
+                    }
+                    match sleep.as_mut().map(|s| Pin::new(s).poll(cx)) {
+                        Some(Poll::Ready(())) => Poll::Ready(None),
+                        _ => Poll::Pending,
+                    }
+                })
+                .await;
+                let Some(res) = res else {
+                    return Ok(deadline_exceeded());
                 };
                 match res {
-                    Ok(res) => Ok(res.map(|body| GrpcBody::new(body, deadline))),
+                    Ok(res) => Ok(res.map(|body| GrpcBody::with_sleep(body, sleep))),
                     // A URI the client cannot use: the caller's mistake, not the server's.
                     Err(e) if e.kind() == io::ErrorKind::InvalidInput => Err(e),
                     Err(e) => Ok(status_response(Code::UNAVAILABLE, &e.to_string())),

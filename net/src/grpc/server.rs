@@ -210,7 +210,9 @@ where
             Some(Ok(t)) => Some(t),
             Some(Err(e)) => {
                 return DeadlineFuture {
-                    state: State::Refused(Some(e.to_string())),
+                    state: State::Refused {
+                        message: Some(e.to_string()),
+                    },
                 }
             }
         };
@@ -221,34 +223,40 @@ where
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         DeadlineFuture {
             state: State::Calling {
-                future: Box::pin(self.inner.call(req)),
+                future: self.inner.call(req),
                 sleep: deadline.map(runtime::time::sleep_until),
-                deadline,
             },
         }
     }
 }
 
-/// The future of a [`Deadlines`] call.
-pub struct DeadlineFuture<F> {
-    state: State<F>,
+pin_project_lite::pin_project! {
+    /// The future of a [`Deadlines`] call.
+    pub struct DeadlineFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
 }
 
-enum State<F> {
-    Calling {
-        future: Pin<Box<F>>,
-        sleep: Option<Sleep>,
-        deadline: Option<Instant>,
-    },
-    /// A malformed `grpc-timeout`: this message in an `INTERNAL` status.
-    Refused(Option<String>),
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Calling {
+            #[pin]
+            future: F,
+            // One timer for the call: it times the head, then goes on in the body.
+            sleep: Option<Sleep>,
+        },
+        /// A malformed `grpc-timeout`: this message in an `INTERNAL` status.
+        Refused { message: Option<String> },
+    }
 }
 
 impl<F> fmt::Debug for DeadlineFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let deadline = match &self.state {
-            State::Calling { deadline, .. } => *deadline,
-            State::Refused(_) => None,
+            State::Calling { sleep, .. } => sleep.as_ref().map(Sleep::deadline),
+            State::Refused { .. } => None,
         };
         f.debug_struct("DeadlineFuture")
             .field("deadline", &deadline)
@@ -263,23 +271,19 @@ where
 {
     type Output = Result<Response<GrpcBody<ResB>>, E>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.state {
-            State::Refused(message) => {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Refused { message } => {
                 let message = message.take().unwrap_or_default();
                 Poll::Ready(Ok(status_response(Code::INTERNAL, &message)))
             }
-            State::Calling {
-                future,
-                sleep,
-                deadline,
-            } => {
-                if let Poll::Ready(res) = future.as_mut().poll(cx) {
-                    let deadline = *deadline;
-                    return Poll::Ready(res.map(|r| r.map(|b| GrpcBody::new(b, deadline))));
+            StateProj::Calling { future, sleep } => {
+                if let Poll::Ready(res) = future.poll(cx) {
+                    let sleep = sleep.take();
+                    return Poll::Ready(res.map(|r| r.map(|b| GrpcBody::with_sleep(b, sleep))));
                 }
-                if let Some(sleep) = sleep {
-                    if Pin::new(sleep).poll(cx).is_ready() {
+                if let Some(timer) = sleep {
+                    if Pin::new(timer).poll(cx).is_ready() {
                         // The service's future is dropped with this one: the call stops.
                         let res = status_response(Code::DEADLINE_EXCEEDED, "deadline exceeded");
                         return Poll::Ready(Ok(res));
