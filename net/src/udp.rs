@@ -192,7 +192,7 @@ impl UdpSocket {
     /// The std socket (in blocking mode). If a dropped op is still in the kernel, this is a
     /// duplicate of the fd (`F_DUPFD_CLOEXEC`), which can fail.
     pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
-        Ok(self.fd.into_owned()?.into())
+        Ok(crate::sys::into_blocking(self.fd)?.into())
     }
 }
 
@@ -205,7 +205,7 @@ impl IntoRawFd for UdpSocket {
     /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
     /// [`into_std`](UdpSocket::into_std) to get that error instead.
     fn into_raw_fd(self) -> RawFd {
-        match self.fd.into_owned() {
+        match crate::sys::into_blocking(self.fd) {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => panic!("UdpSocket::into_raw_fd: duplicating the fd failed: {e}"),
         }

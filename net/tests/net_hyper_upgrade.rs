@@ -305,8 +305,8 @@ fn upgradable_io_refuses_another_thread() {
         client.read_exact(&mut one).await.expect("read");
         assert_eq!(&one, b"x");
 
-        // On another thread every use fails with an error, and the drop leaks the socket
-        // rather than run its destructor there.
+        // On another thread every use fails with an error, and the drop sends the socket
+        // back to its core rather than run its destructor there.
         let err = std::thread::spawn(move || {
             let res = poll_once(|cx| hyper::rt::Write::poll_write(Pin::new(&mut io), cx, b"y"));
             let flush = poll_once(|cx| hyper::rt::Write::poll_flush(Pin::new(&mut io), cx));
@@ -325,5 +325,13 @@ fn upgradable_io_refuses_another_thread() {
         .expect("thread");
         assert_eq!(err.kind(), std::io::ErrorKind::Other);
         assert!(err.to_string().contains("another thread"), "{err}");
+        // The core dropped it on its next turn: the server side is closed, the client
+        // reads the end of the stream.
+        let mut rest = Vec::new();
+        let n = runtime::time::timeout(Duration::from_secs(3), client.read_to_end(&mut rest))
+            .await
+            .expect("the socket dropped on another thread is closed by its core")
+            .expect("read to the end");
+        assert_eq!(n, 0);
     });
 }

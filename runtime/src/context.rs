@@ -19,10 +19,24 @@
 //! # Invariant
 //! `core` points at the core whose loop runs on this thread, for exactly as long as an
 //! [`Enter`] for it lives (the executor keeps one across `block_on` and the runtime's
-//! shutdown; the core outlives it); it is null otherwise.
+//! shutdown; the core outlives it); it is null otherwise. `home` points at the core that
+//! lives on this thread (its ring is bound to it), entered or not, from the moment its
+//! runtime is built (or its worker starts) until its shutdown has ended; the core outlives
+//! that span and stays in place (core 0 in the runtime's `Rc`, a worker's on its thread's
+//! stack frame).
+//!
+//! # Values that leave their core
+//! A value that holds something of a core (an op in flight, a direct descriptor, a
+//! registered buffer ring, an fd the readiness backend watches) may be dropped where that
+//! core is not entered: after `block_on` returns, while a panic unwinds out of it, after the
+//! runtime is gone. Such values are `!Send`, so the thread is the core's own, and
+//! `driver::EnterHome` enters its home core for the drop: the value is released exactly as on the
+//! core. Once the core has ended ([`core_life`]), every op it had was reaped, so what a value
+//! still holds is released where it is (the ring and its table went with the core).
 
 use std::cell::{Cell, RefCell};
 use std::ptr;
+use std::sync::Mutex;
 
 use crate::buf::CoreRing;
 use crate::driver::{Driver, Features};
@@ -34,11 +48,65 @@ use crate::time::Timers;
 pub(crate) struct CoreId(u64);
 
 impl CoreId {
-    /// A new id, never given before in this process.
+    /// A new id, never given before in this process; the core is [`CoreLife::Live`] until
+    /// [`CoreId::ended`].
     pub(crate) fn next() -> CoreId {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        CoreId(NEXT.fetch_add(1, Ordering::Relaxed))
+        let id = CoreId(NEXT.fetch_add(1, Ordering::Relaxed));
+        lives().live.push(id.0);
+        id
+    }
+
+    /// The core's shutdown has ended: every op it had is reaped (`clean`), or the kernel kept
+    /// some and their memory was leaked.
+    pub(crate) fn ended(self, clean: bool) {
+        let mut l = lives();
+        l.live.retain(|&id| id != self.0);
+        if !clean {
+            l.leaky.push(self.0);
+        }
+    }
+}
+
+/// Where a core is in its life, for a value dropped where it cannot reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CoreLife {
+    /// Running (or shutting down), on its own thread.
+    Live,
+    /// Ended with every op reaped: the kernel touches nothing of its ops any more.
+    Ended,
+    /// Ended with ops the kernel never gave back: their memory must stay leaked.
+    EndedLeaking,
+}
+
+/// The cores of the process that are live, and those that ended leaking ops. A cold path:
+/// read only by values dropped off their core.
+struct Lives {
+    live: Vec<u64>,
+    leaky: Vec<u64>,
+}
+
+static LIVES: Mutex<Lives> = Mutex::new(Lives {
+    live: Vec::new(),
+    leaky: Vec::new(),
+});
+
+fn lives() -> std::sync::MutexGuard<'static, Lives> {
+    LIVES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Where core `id` is in its life.
+pub(crate) fn core_life(id: CoreId) -> CoreLife {
+    let l = lives();
+    if l.live.contains(&id.0) {
+        CoreLife::Live
+    } else if l.leaky.contains(&id.0) {
+        CoreLife::EndedLeaking
+    } else {
+        CoreLife::Ended
     }
 }
 
@@ -68,9 +136,10 @@ struct Context {
     /// The task this thread is polling whose poll reference is still unclaimed (its header's
     /// address, only ever compared), or null: see `executor::task`.
     poll_ref: Cell<*const ()>,
-    /// Whether a runtime's core lives on this thread (its ring is bound to it), from its
-    /// build to its drop: a second one is refused.
-    runtime_alive: Cell<bool>,
+    /// The core that lives on this thread (its ring is bound to it), entered or not, from
+    /// its build to the end of its shutdown; null if none (module invariant). A second
+    /// runtime on the thread is refused while it is set.
+    home: Cell<*const Core>,
     /// Task cells allocated minus freed on this thread (the task tests' leak check).
     #[cfg(all(test, not(loom)))]
     live_tasks: Cell<isize>,
@@ -85,7 +154,7 @@ thread_local! {
             core: Cell::new(ptr::null()),
             budget: Cell::new(u32::MAX),
             poll_ref: Cell::new(ptr::null()),
-            runtime_alive: Cell::new(false),
+            home: Cell::new(ptr::null()),
             #[cfg(all(test, not(loom)))]
             live_tasks: Cell::new(0),
         }
@@ -232,15 +301,32 @@ pub(crate) fn take_poll_ref(task: *const ()) -> bool {
 
 /// Whether a runtime's core lives on this thread.
 pub(crate) fn runtime_alive() -> bool {
-    CONTEXT.with(|c| c.runtime_alive.get())
+    !CONTEXT.with(|c| c.home.get()).is_null()
 }
 
-/// Records that a runtime's core starts (`true`) or stopped (`false`) living on this thread.
-pub(crate) fn set_runtime_alive(on: bool) {
-    CONTEXT.with(|c| c.runtime_alive.set(on));
+/// Records that `core` lives on this thread (its runtime was built or its worker started),
+/// or, with `None`, that its shutdown has ended. The caller keeps the core alive and in
+/// place until it clears it (module invariant).
+pub(crate) fn set_home(core: Option<&Core>) {
+    CONTEXT.with(|c| c.home.set(core.map_or(ptr::null(), |c| c as *const Core)));
 }
 
-/// Counts task cells allocated (`1`) and freed (`-1`) on this thread (test builds only).
+/// Enters this thread's home core when no core is entered (a value dropped after `block_on`
+/// returned, or while a panic unwinds out of it), for as long as the guard lives; `None`
+/// where a core is entered already or none lives on this thread. See
+/// `driver::EnterHome`, which gives the ring a turn when it leaves.
+pub(crate) fn enter_home() -> Option<Enter> {
+    let home = CONTEXT.with(|c| {
+        if c.core.get().is_null() {
+            c.home.get()
+        } else {
+            ptr::null()
+        }
+    });
+    // SAFETY: a non-null `home` is alive and in place (module invariant).
+    (!home.is_null()).then(|| Enter::new(unsafe { &*home }))
+}
+
 #[cfg(all(test, not(loom)))]
 pub(crate) fn count_live_tasks(delta: isize) {
     CONTEXT.with(|c| c.live_tasks.set(c.live_tasks.get() + delta));

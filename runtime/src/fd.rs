@@ -21,8 +21,9 @@
 //!   dropped on its core, the driver pushes an `IORING_OP_CLOSE` of the index and submits
 //!   it at once (fire and forget: one `io_uring_enter(2)`, as a regular fd's `close(2)`, so
 //!   the file is closed when the drop returns, even if the task then blocks); the installed
-//!   fd, if any, is closed as usual. Dropped anywhere else (after its runtime shut down,
-//!   the table went with the ring), there is nothing to close.
+//!   fd, if any, is closed as usual. Dropped on its core's thread outside the loop (after
+//!   `block_on` returned), the core is entered for the close; dropped after its core ended,
+//!   the table went with the ring and there is nothing to close.
 //!
 //! Ops build their SQE for either kind with [`fd_sqe!`](crate::ext::fd_sqe), from
 //! [`SharedFd::target`].
@@ -127,10 +128,15 @@ impl Drop for RealFd {
     }
 }
 
-/// Tells the current core's driver that `fd` leaves it (see [`RealFd`]). A driver in use
-/// (never expected: op data is dropped outside its borrow) or no runtime: nothing to tell.
+/// Tells this thread's core's driver that `fd` leaves it (see [`RealFd`]): the current
+/// core, or the thread's home core entered for it (a drop after `block_on` returned). A
+/// driver in use (never expected: op data is dropped outside its borrow) or no runtime on
+/// this thread: nothing to tell.
 fn release(fd: RawFd) {
-    let _ = context::try_with_driver(|d| d.release_fd(fd));
+    if context::try_with_driver(|d| d.release_fd(fd)).is_none() {
+        let _home = crate::driver::EnterHome::new();
+        let _ = context::try_with_driver(|d| d.release_fd(fd));
+    }
 }
 
 /// A direct descriptor and the regular fd installed for it, if any.
@@ -162,6 +168,9 @@ impl Fixed {
     /// A new regular fd for the index (`IORING_OP_FIXED_FD_INSTALL`, synchronously).
     fn install(&self) -> io::Result<OwnedFd> {
         let what = || format!("installing a real fd for direct descriptor {}", self.index);
+        // On the core's thread outside its loop (after `block_on` returned), the core is
+        // entered for the install.
+        let _home = (!context::entered()).then(crate::driver::EnterHome::new);
         if !self.on_core() {
             return Err(io::Error::other(format!(
                 "{}: not on the core whose ring holds it (its runtime is gone, or this is \
@@ -188,7 +197,10 @@ impl Drop for Fixed {
     fn drop(&mut self) {
         // The installed fd, if any, closes with its field. Every op that named the index
         // held a clone until its final CQE, so none does now: the index can be closed.
-        // On its core (one context read: the check and the metrics' count together).
+        // Off any core on the core's own thread (after `block_on` returned), the core is
+        // entered for it; on its core, one context read: the check and the metrics' count.
+        let _home =
+            (self.core.is_some() && !context::entered()).then(crate::driver::EnterHome::new);
         let on_core = self.core.is_some()
             && context::with_current(|c| {
                 let here = Some(c.id) == self.core;
@@ -203,8 +215,7 @@ impl Drop for Fixed {
             // borrow) leaves the slot taken until the ring closes, never freed early.
             let _ = context::try_with_driver(|d| d.close_fixed_now(self.index));
         }
-        // Elsewhere the core's ring (and its table) is gone, or out of reach: nothing to
-        // close from here.
+        // Elsewhere the core has ended and its table went with its ring: nothing to close.
     }
 }
 
@@ -227,8 +238,11 @@ fn driver_busy() -> io::Error {
 }
 
 impl SharedFd {
-    /// Takes ownership of the regular fd `fd`.
+    /// Takes ownership of the regular fd `fd`. Whatever this thread's core knew of an
+    /// earlier file under the same number (closed without telling it) is forgotten: the
+    /// readiness backend registers the new file afresh on first use.
     pub fn new(fd: OwnedFd) -> SharedFd {
+        release(fd.as_raw_fd());
         SharedFd(Rc::new(Inner::Real(RealFd(Some(fd)))))
     }
 

@@ -149,7 +149,8 @@ impl Drop for Runtime {
             w.join();
         }
         self.core.shutdown();
-        context::set_runtime_alive(false);
+        // Values this core made and that outlive it release what they hold where they are.
+        context::set_home(None);
         if let Some(old) = &self.unpinned {
             let _ = cores::set_affinity(old);
         }

@@ -51,6 +51,7 @@ use std::task::{ready, Context, Poll};
 use std::thread::{self, ThreadId};
 
 use ::hyper::rt::{Read, ReadBuf, ReadBufCursor, Write};
+use runtime::ext::CoreOwner;
 
 thread_local! {
     /// This thread's id, cached: `thread::current()` clones an `Arc` each call.
@@ -62,11 +63,14 @@ fn this_thread() -> ThreadId {
     THREAD.with(|id| *id)
 }
 
+/// Hands a value back to its core to be dropped there.
+type SendBack<T> = fn(&CoreOwner, T);
+
 /// A core-bound stream made `Send` for hyper's upgrades ([`hyper::upgrade::Upgraded`]
 /// requires `Send` I/O), made safe by a check on every use: read, write, flush and
 /// shutdown work on the thread that wrapped it (its core), and fail with an
-/// [`io::ErrorKind::Other`] error on any other; a drop on another thread leaks the stream
-/// (its descriptor stays open) rather than run its destructor there.
+/// [`io::ErrorKind::Other`] error on any other; dropped on another thread, the stream goes
+/// back to its core, which drops it on its next turn (it never runs its destructor there).
 ///
 /// Used as it is meant to, on its core, it behaves exactly like the stream it wraps (one
 /// thread-local read per call). [`serve`](super::serve()) wraps every connection in one;
@@ -76,27 +80,41 @@ pub struct UpgradableIo<T> {
     /// `None` only during a drop.
     inner: Option<T>,
     owner: ThreadId,
+    /// The core it was made on and how `T` goes back to it to be dropped there (a drop on
+    /// another thread); `None` if it was made outside a runtime.
+    home: Option<(CoreOwner, SendBack<T>)>,
 }
 
 // SAFETY: `T` may be `!Send` (this crate's sockets are bound to the core that opened them).
 // Moving an `UpgradableIo` to another thread moves `T` without touching it; every access to
 // `T` (`inner_mut`, and the `&T` uses in `is_write_vectored` and `Debug`) checks that it
 // happens on `owner`, the thread that made the wrapper, and fails or skips `T` otherwise;
-// `Drop` runs `T`'s destructor only on `owner`, leaking `T` elsewhere.
+// `Drop` runs `T`'s destructor only on `owner`; elsewhere it hands `T` back to the core it
+// was made on (`CoreOwner::drop_on_core`, which drops it on that core's thread), or leaks it
+// if it was made outside a runtime.
 // So `T` is only ever used or dropped on the thread it was made on, which is what `!Send`
 // requires. Thread ids are never reused within a process. No `&T` is handed out, so no
 // `Sync` is implied or needed.
 unsafe impl<T> Send for UpgradableIo<T> {}
 
-impl<T> UpgradableIo<T> {
-    /// Wraps `inner`, bound to the calling thread.
+impl<T: 'static> UpgradableIo<T> {
+    /// Wraps `inner`, bound to the calling thread (and its core).
     pub fn new(inner: T) -> UpgradableIo<T> {
+        fn send_back<T: 'static>(core: &CoreOwner, inner: T) {
+            // SAFETY: `inner` was made on `core`'s thread (the wrapper's `owner`, checked on
+            // every use) and never used elsewhere; the socket types it wraps share their
+            // `Rc`s only with their own ops, which live on that core.
+            unsafe { core.drop_on_core(inner) }
+        }
         UpgradableIo {
             inner: Some(inner),
             owner: this_thread(),
+            home: CoreOwner::current().map(|c| (c, send_back::<T> as SendBack<T>)),
         }
     }
+}
 
+impl<T> UpgradableIo<T> {
     /// Unwraps the stream, on its own thread.
     ///
     /// # Errors
@@ -143,8 +161,12 @@ impl<T> Drop for UpgradableIo<T> {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
             if self.owner != this_thread() {
-                // Not on its core: leak it rather than run a `!Send` destructor here.
-                std::mem::forget(inner);
+                // Not on its core's thread: the core drops it (on its next turn), never
+                // here; made outside a runtime, it is leaked rather than dropped here.
+                match &self.home {
+                    Some((core, send_back)) => send_back(core, inner),
+                    None => std::mem::forget(inner),
+                }
             }
         }
     }

@@ -94,7 +94,7 @@ impl<F: Family> StreamSocket<F> {
             fd, read, write, ..
         } = self;
         drop((read, write));
-        fd.into_owned().map_err(|e| error_context(e, "into_std"))
+        crate::sys::into_blocking(fd).map_err(|e| error_context(e, "into_std"))
     }
 
     read_methods!();

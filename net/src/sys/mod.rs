@@ -22,6 +22,15 @@ use std::net::SocketAddr;
 use runtime::ext::{error_context, SharedFd};
 use socket2::{SockAddr, SockRef};
 
+/// The socket's own regular fd, out of the runtime, in blocking mode (what `into_std` and
+/// `into_raw_fd` promise on both backends: the readiness backend made it non-blocking):
+/// see [`SharedFd::into_owned`] for when it is a duplicate.
+pub(crate) fn into_blocking(fd: SharedFd) -> io::Result<std::os::fd::OwnedFd> {
+    let fd = fd.into_owned()?;
+    SockRef::from(&fd).set_nonblocking(false)?;
+    Ok(fd)
+}
+
 /// A socket address from `getsockname`/`getpeername`, as a `SocketAddr` (TCP and UDP).
 pub(crate) fn inet_addr(addr: io::Result<SockAddr>) -> io::Result<SocketAddr> {
     addr?.as_socket().ok_or_else(|| {

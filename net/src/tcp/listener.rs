@@ -207,7 +207,7 @@ impl TcpListener {
     /// The std listener (in blocking mode). If a dropped accept is still in the kernel,
     /// this is a duplicate of the fd (`F_DUPFD_CLOEXEC`), which can fail.
     pub fn into_std(self) -> io::Result<std::net::TcpListener> {
-        Ok(self.fd.into_owned()?.into())
+        Ok(crate::sys::into_blocking(self.fd)?.into())
     }
 }
 
@@ -220,7 +220,7 @@ impl IntoRawFd for TcpListener {
     /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
     /// [`into_std`](TcpListener::into_std) to get that error instead.
     fn into_raw_fd(self) -> RawFd {
-        match self.fd.into_owned() {
+        match crate::sys::into_blocking(self.fd) {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => panic!("TcpListener::into_raw_fd: duplicating the fd failed: {e}"),
         }

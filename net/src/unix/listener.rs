@@ -116,7 +116,7 @@ impl UnixListener {
     /// The std listener (in blocking mode). If a dropped accept is still in the kernel,
     /// this is a duplicate of the fd (`F_DUPFD_CLOEXEC`), which can fail.
     pub fn into_std(self) -> io::Result<std::os::unix::net::UnixListener> {
-        Ok(self.fd.into_owned()?.into())
+        Ok(crate::sys::into_blocking(self.fd)?.into())
     }
 }
 
@@ -129,7 +129,7 @@ impl IntoRawFd for UnixListener {
     /// If a dropped op still holds the fd and duplicating it fails (`EMFILE`); use
     /// [`into_std`](UnixListener::into_std) to get that error instead.
     fn into_raw_fd(self) -> RawFd {
-        match self.fd.into_owned() {
+        match crate::sys::into_blocking(self.fd) {
             Ok(fd) => fd.into_raw_fd(),
             Err(e) => panic!("UnixListener::into_raw_fd: duplicating the fd failed: {e}"),
         }

@@ -326,6 +326,10 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // Off the loop on its core's thread, the core is entered for the unregister; once
+        // the core has ended, its ring (and the registration) is gone.
+        let _home =
+            (self.registered.get() && !context::entered()).then(crate::driver::EnterHome::new);
         if self.registered.get() && context::current_core_id() == Some(self.core) {
             let bgid = self.bgid;
             if let Err(e) = context::with_driver(|d| d.unregister_buf_ring(bgid)) {

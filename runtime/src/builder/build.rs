@@ -183,12 +183,14 @@ impl Builder {
         let mut all = vec![core.shared.clone()];
         all.extend(workers.iter().map(|w| w.shared.clone()));
         set.set(all);
-        context::set_runtime_alive(true);
         let rt = Runtime {
             core: Rc::new(core),
             workers,
             unpinned,
         };
+        // Core 0 lives on this thread from now on, in place in its `Rc` until the runtime's
+        // drop clears this.
+        context::set_home(Some(&rt.core));
         if cfg!(feature = "tracing") || std::env::var_os("RUNTIME_LOG").is_some() {
             let features = rt.core_features();
             for (i, f) in rt.core_flags().iter().enumerate() {

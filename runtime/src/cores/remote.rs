@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Published,
     /// Its poll-time and schedule-delay histograms, as last published (all zero when off).
     pub(crate) histograms: [SharedHistogram; 2],
+    /// Values other threads sent back to be dropped here (`CoreOwner::drop_on_core`).
+    pub(crate) orphans: super::owner::Orphans,
 }
 
 #[derive(Default)]
@@ -88,6 +90,7 @@ impl Shared {
             fresh: FreshQueue::default(),
             metrics: Published::default(),
             histograms: Default::default(),
+            orphans: Default::default(),
         })
     }
 

@@ -86,12 +86,14 @@ fn worker_main(
     {
         return;
     }
-    crate::context::set_runtime_alive(true);
+    // The core stays in place in this frame until it is dropped below, after this is
+    // cleared.
+    crate::context::set_home(Some(&core));
     let res = catch_unwind(AssertUnwindSafe(|| core.block_on(wait_for_stop(shared))));
     // Whatever happened, the core's tasks and ops are dropped and reaped on this thread.
     core.shutdown();
+    crate::context::set_home(None);
     drop(core);
-    crate::context::set_runtime_alive(false);
     if let Err(payload) = res {
         resume_unwind(payload);
     }

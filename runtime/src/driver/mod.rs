@@ -22,6 +22,7 @@ mod buf_rings;
 mod enter;
 pub(crate) mod features;
 mod fixed;
+mod home;
 pub(crate) mod op;
 pub(crate) mod readiness;
 mod setup;
@@ -42,6 +43,7 @@ pub use backend::Backend;
 pub(crate) use backend::Kernel;
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
+pub(crate) use home::EnterHome;
 use op::{complete_op, AfterReap, Lifecycle};
 pub use setup::RingFlags;
 use slots::Slots;
@@ -160,6 +162,8 @@ pub(crate) struct Driver {
     shutdown_progress: (usize, bool, Instant),
     /// During shutdown: when detached ops still running are cancelled too.
     linger_until: Option<Instant>,
+    /// Shutdown gave up on ops the kernel never gave back (their memory is leaked).
+    shutdown_leaked: bool,
     /// Whether the kernel has `IORING_OP_MSG_RING` (5.18).
     msg_ring_ok: bool,
     /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12, and the builder's
@@ -266,6 +270,7 @@ impl Driver {
             dead: Vec::new(),
             shutdown_progress: (0, false, Instant::now()),
             linger_until: None,
+            shutdown_leaked: false,
             counters: DriverCounters::default(),
         };
         driver.arm_wake();

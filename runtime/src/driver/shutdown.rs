@@ -85,10 +85,21 @@ impl Driver {
                 "{last_n} ops still in flight after shutdown; leaking their buffers"
             );
             std::mem::forget(std::mem::take(&mut self.ops));
+            self.shutdown_leaked = true;
             std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
             self.shutdown_progress = (0, false, since);
             return true;
         }
         false
+    }
+
+    /// After [`Driver::shutdown_step`] said done: whether every op was reaped (nothing of
+    /// theirs leaked under the kernel), and the slots that futures outliving the core still
+    /// own (completed ops, finished multishot ones with queued CQEs), taken out for
+    /// `op::stash` so those futures' drops can finish them.
+    pub(crate) fn shutdown_end(&mut self) -> (bool, Vec<(usize, Lifecycle)>) {
+        let keys: Vec<usize> = self.ops.iter().map(|(k, _)| k).collect();
+        let slots = keys.into_iter().map(|k| (k, self.ops.remove(k))).collect();
+        (!self.shutdown_leaked, slots)
     }
 }

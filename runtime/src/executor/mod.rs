@@ -387,7 +387,11 @@ impl Core {
     }
 
     fn drain_remote(&self) {
+        // `drain` clears `notified` first, so a value sent back after this drain wakes the
+        // core again (the remote queue's invariant).
         let drained = self.shared.drain();
+        // Values sent back to be dropped here (the core is entered).
+        self.shared.orphans.drain();
         for (run, list) in drained.spawns {
             // Spawned from another thread: it joins this core's task list here.
             let key = self.owned.borrow_mut().insert(list);
@@ -429,6 +433,7 @@ impl Core {
         }
         self.shared.ring_fd.store(-1, Ordering::Release);
         let left = self.shared.close();
+        self.shared.orphans.close();
         drop(left.tasks);
         for (run, list) in left.spawns {
             drop(run);
@@ -450,5 +455,10 @@ impl Core {
         // Every op is reaped: the core's receive ring can be unregistered and freed.
         let ring = std::mem::take(&mut *self.ctx.recv_ring.borrow_mut());
         drop(ring);
+        // Values that outlive the core (returned from `block_on`, kept past the runtime)
+        // find their ops' slots on this thread and know the kernel is done with them.
+        let (clean, leftovers) = self.ctx.driver.borrow_mut().shutdown_end();
+        crate::driver::op::stash(self.ctx.id, leftovers);
+        self.ctx.id.ended(clean);
     }
 }

@@ -70,6 +70,7 @@ pub mod raw;
 pub use io_uring;
 
 pub use crate::buf::core_ring::grow_core_ring;
+pub use crate::cores::CoreOwner;
 pub use crate::driver::op::{
     sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
 };

@@ -114,7 +114,7 @@ impl Produces {
     }
 
     /// What a CQE's result `res` holds that must be closed, if anything.
-    fn produced(self, res: i32) -> Option<Produced> {
+    pub(super) fn produced(self, res: i32) -> Option<Produced> {
         match self {
             _ if res < 0 => None,
             Produces::Nothing => None,

@@ -4,7 +4,8 @@
 //! - `lifecycle`: the slot states and every transition (submit, poll, drop, CQE);
 //! - `single`: [`Op`], one SQE and one CQE;
 //! - `multi`: [`MultiOp`], one SQE and CQEs until one comes without `F_MORE`;
-//! - `link`: [`Link`], ops chained with `IOSQE_IO_LINK` and submitted together.
+//! - `link`: [`Link`], ops chained with `IOSQE_IO_LINK` and submitted together;
+//! - `orphan`: an op dropped or detached where its core is not entered.
 //!
 //! Every SQE in flight has a slot in the driver's slab, and its `user_data` is the slot's
 //! key.
@@ -26,6 +27,7 @@ mod late;
 mod lifecycle;
 mod link;
 mod multi;
+mod orphan;
 mod single;
 
 use std::io;
@@ -37,6 +39,7 @@ use crate::buf::Claim;
 pub(crate) use lifecycle::{complete_op, AfterReap, Lifecycle, Produces};
 pub use link::Link;
 pub use multi::MultiOp;
+pub(crate) use orphan::stash;
 pub use single::Op;
 
 /// `sqe` with its `optlen` field set (bytes 44..48 of the 64-byte SQE, the union it shares

@@ -224,11 +224,11 @@ impl<T: 'static> Drop for MultiOp<T> {
             else {
                 unreachable!()
             };
+            let data = (self.late)(data);
             if context::current_core_id() == Some(core) {
-                let data = (self.late)(data);
                 crate::driver::with_driver_freeing(|d| d.drop_multi(key, data));
             } else {
-                std::mem::forget(data);
+                super::orphan::drop_multi(key, core, data);
             }
         }
     }

@@ -230,13 +230,11 @@ impl<T: Completable, S: Prep> Op<T, S> {
         let Some(data) = self.data.take() else {
             return;
         };
+        let detached = Box::new(super::late::Detached::new(data, done));
         if context::current_core_id() != Some(core) {
-            // As in a drop off its core: the kernel may still own the data.
-            std::mem::forget(data);
-            return;
+            return super::orphan::detach(key, core, detached);
         }
-        let detached = super::late::Detached::new(data, done);
-        crate::driver::with_driver_freeing(|d| d.detach_op(key, Box::new(detached)));
+        crate::driver::with_driver_freeing(|d| d.detach_op(key, detached));
     }
 
     /// Dropped while submitted: the data goes to the driver until the final CQE.
@@ -250,10 +248,8 @@ impl<T: Completable, S: Prep> Op<T, S> {
                 d.drop_op(key, Box::new(data), super::Produces::of::<T>())
             });
         } else {
-            // Dropped off its core (or after its runtime shut down without reaping it,
-            // which shutdown never does): the kernel may still own the data, so it is
-            // leaked rather than freed.
-            std::mem::forget(data);
+            // Off its core: after `block_on` returned, after the runtime ended, ...
+            super::orphan::drop_single(key, core, Box::new(data), super::Produces::of::<T>());
         }
     }
 }

@@ -203,7 +203,7 @@ impl<W: WriteOp> Drop for WriteBehind<W> {
     /// Lets the write in flight, whose bytes were reported written, finish: a task on the
     /// current core owns it and a clone of the sink until the last byte is written, so the
     /// fd closes only then. Its error has no caller left and is dropped (flush first to see
-    /// it). Outside a runtime the op is detached.
+    /// it). After its core ended, nothing is left to finish.
     fn drop(&mut self) {
         let Some(p) = self.pending.take() else {
             return;
@@ -212,6 +212,10 @@ impl<W: WriteOp> Drop for WriteBehind<W> {
             sink: self.sink.clone(),
             pending: Some(p),
         };
+        // Off the loop on the core's thread (after `block_on` returned), the core is
+        // entered: the task finishes the write at its next turn (or its shutdown detaches
+        // it). With no core on this thread (it ended), the write was reaped and is dropped.
+        let _home = crate::driver::EnterHome::new();
         if crate::context::current_core_id().is_none() {
             return;
         }
