@@ -4,11 +4,12 @@
 //! `writev_all_owned` and `write_all_from` submit once `io::ordered` has put them in order.
 //! A zero-length buffer is answered with `Ok(0)` without submitting. [`write_all`] and
 //! [`writev_all`] loop over short transfers with `Slice`s of the caller's buffer; the buffer
-//! comes back with the result whatever happened. Errors are the kernel's, unwrapped, but
-//! for a send that stopped short or took nothing: the socket is asked why (`SO_ERROR`)
-//! and its error's kind is returned, with the counts (see [`short_send_error`]).
+//! comes back with the result whatever happened. Errors are the kernel's, unwrapped (so
+//! `raw_os_error()` works), also for a send that stopped short or took nothing: the error
+//! is the one a plain `send(2)` gives on the socket then (see [`short_send_error`]).
 
 use std::io;
+use std::os::fd::AsRawFd;
 
 use runtime::buf::{IoBuf, IoBufMut};
 use runtime::ext::SharedFd;
@@ -31,9 +32,9 @@ pub(crate) async fn write<B: IoBuf>(fd: &SharedFd, buf: B) -> (io::Result<usize>
     ops::send(fd, buf).await
 }
 
-/// Writes all of `buf`'s initialised bytes. A send that stops short fails with the
-/// socket's error (see [`short_send_error`]); `WriteZero` only if the kernel takes no byte
-/// and the socket has no error.
+/// Writes all of `buf`'s initialised bytes. A send that stops short fails with the error
+/// a plain send gives on the socket then (see [`short_send_error`]); `WriteZero` only if
+/// the kernel takes no byte and a plain send fails with nothing.
 pub(crate) async fn write_all<B: IoBuf>(fd: &SharedFd, mut buf: B) -> (io::Result<()>, B) {
     let end = buf.bytes_init();
     let mut done = 0;
@@ -44,11 +45,11 @@ pub(crate) async fn write_all<B: IoBuf>(fd: &SharedFd, mut buf: B) -> (io::Resul
         match res {
             Ok(0) => return (Err(short_send_error(fd, 0, end - done)), buf),
             Ok(n) if n < asked => {
-                // With MSG_WAITALL a short count means the socket failed. If it no longer
-                // says why (the kernel's own retry took the error), the next send will.
+                // With MSG_WAITALL a short count means the socket failed: a plain send says
+                // why. If it does not fail (nothing to say), the next send goes on.
                 done += n;
-                if let Some(e) = socket_error(fd) {
-                    return (Err(with_counts(&e, done, end)), buf);
+                if let Some(e) = send_error(fd) {
+                    return (Err(e), buf);
                 }
             }
             Ok(n) => done += n,
@@ -119,43 +120,56 @@ pub(crate) async fn write_all_from(fd: &SharedFd, data: &[u8]) -> io::Result<()>
 }
 
 /// The error for a send that stopped after `sent` of `len` bytes (a short `MSG_WAITALL`
-/// send, or one that took nothing): the socket's own error (`SO_ERROR`, which clears it),
-/// its kind kept and the counts added. With none pending (the kernel's retry of the send
-/// already took it, as it does after a reset), a send that took bytes and then stopped lost
-/// its peer: `BrokenPipe`, what the next `send(2)` says; one that took none is `WriteZero`.
+/// send, or one that took nothing): the socket failed, and the error is the one a plain
+/// `send(2)` (`MSG_NOSIGNAL | MSG_DONTWAIT`) gives on it now, unwrapped: what std's and
+/// tokio's next write report. (Not `SO_ERROR`: a Unix socket whose peer closed with unread
+/// data holds `ECONNRESET` there, while every send to it fails with `EPIPE`.) If a plain
+/// send does not fail (the socket cannot be reached, or says nothing), a send that took
+/// bytes and then stopped lost its peer: `BrokenPipe`; one that took none is `WriteZero`.
 pub(super) fn short_send_error(fd: &SharedFd, sent: usize, len: usize) -> io::Error {
-    if let Some(e) = socket_error(fd) {
-        return with_counts(&e, sent, len);
+    if let Some(e) = send_error(fd) {
+        return e;
     }
     if sent == 0 {
         return io::Error::new(
             io::ErrorKind::WriteZero,
-            format!("the socket took 0 of {len} bytes, with no socket error"),
+            format!("the socket took 0 of {len} bytes, and a send to it does not fail"),
         );
     }
     io::Error::new(
         io::ErrorKind::BrokenPipe,
         format!(
-            "the socket took {sent} of {len} bytes, then failed with no error left to read \
+            "the socket took {sent} of {len} bytes, then failed with no error a send reports \
              (the peer is gone)"
         ),
     )
 }
 
-/// The socket's pending error, taken (`getsockopt(SO_ERROR)`); `None` if there is none, or
-/// if it cannot be read (a direct descriptor whose regular fd cannot be installed).
-fn socket_error(fd: &SharedFd) -> Option<io::Error> {
+/// The error a plain send of no bytes (`MSG_NOSIGNAL | MSG_DONTWAIT`) gives on the socket
+/// now, as the kernel gives it; `None` if it succeeds, would block or is interrupted, or if
+/// the socket cannot be reached (a direct descriptor whose regular fd cannot be
+/// installed). A send of no bytes sends nothing, but the kernel checks the socket first:
+/// its pending error (taken), a shut-down write side (`EPIPE`, also a Unix socket whose
+/// peer is gone), a connection that is not there.
+fn send_error(fd: &SharedFd) -> Option<io::Error> {
     let borrowed = fd.try_as_fd().ok()?;
-    socket2::SockRef::from(&borrowed)
-        .take_error()
-        .ok()
-        .flatten()
-}
-
-/// `err`'s kind, its message after the counts of a send that stopped short.
-fn with_counts(err: &io::Error, sent: usize, len: usize) -> io::Error {
-    io::Error::new(
-        err.kind(),
-        format!("the socket took {sent} of {len} bytes: {err}"),
-    )
+    let empty: [u8; 0] = [];
+    // SAFETY: `borrowed` is an open fd for the call (borrowed from `fd`); a length of 0
+    // makes the kernel read none of the (valid, empty) buffer.
+    let r = unsafe {
+        libc::send(
+            borrowed.as_raw_fd(),
+            empty.as_ptr().cast(),
+            0,
+            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    if r >= 0 {
+        return None;
+    }
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => None,
+        _ => Some(e),
+    }
 }

@@ -15,8 +15,8 @@
 //! leaves a socket buffer's bytes to be sent (the op keeps the socket open until then).
 //!
 //! A send that fails loses bytes already reported written, so the failure is sticky: the
-//! call that collects it returns it, with its kind (a short `MSG_WAITALL` send asks the
-//! socket why, see `owned::short_send_error`), and every later write, `write_chunk`,
+//! call that collects it returns it, with its kind (after a short `MSG_WAITALL` send, the
+//! error a plain send gives then, see `owned::short_send_error`), and every later write, `write_chunk`,
 //! flush and close fails with the same kind, as a byte sent after the gap would corrupt
 //! the stream.
 
@@ -73,9 +73,9 @@ struct SendStatus {
     waker: Cell<Option<Waker>>,
 }
 
-/// What a send's CQE said. A short count is kept as counts: the socket is asked why only
-/// when the outcome is collected, outside the driver (the handler must not use the
-/// runtime, which installing a direct descriptor's fd for `getsockopt` does).
+/// What a send's CQE said. A short count is kept as counts: the socket is asked why (by a
+/// plain send) only when the outcome is collected, outside the driver (the handler must
+/// not use the runtime, which installing a direct descriptor's fd for that send does).
 enum Outcome {
     Sent,
     Short { sent: usize, len: usize },
@@ -257,7 +257,7 @@ fn drain(
     pending.in_flight = false;
     let err = match outcome {
         Outcome::Sent => return Poll::Ready(Ok(())),
-        // With MSG_WAITALL a short count means the socket failed: it says why.
+        // With MSG_WAITALL a short count means the socket failed: a plain send says why.
         Outcome::Short { sent, len } => super::owned::short_send_error(fd, sent, len),
         Outcome::Failed(e) => e,
     };
