@@ -197,19 +197,26 @@ impl Drop for Fixed {
     fn drop(&mut self) {
         // The installed fd, if any, closes with its field. Every op that named the index
         // held a clone until its final CQE, so none does now: the index can be closed.
-        // Off any core on the core's own thread (after `block_on` returned), the core is
-        // entered for it; on its core, one context read: the check and the metrics' count.
-        let _home =
-            (self.core.is_some() && !context::entered()).then(crate::driver::EnterHome::new);
-        let on_core = self.core.is_some()
-            && context::with_current(|c| {
-                let here = Some(c.id) == self.core;
-                if here {
-                    c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1));
-                }
-                here
-            })
-            .unwrap_or(false);
+        let Some(core) = self.core else {
+            return;
+        };
+        // On its core, one context read: the check and the metrics' count together.
+        let here = |c: &context::CoreContext| {
+            let here = c.id == core;
+            if here {
+                c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1));
+            }
+            here
+        };
+        let (on_core, _home) = match context::with_current(here) {
+            Some(on_core) => (on_core, None),
+            // No core entered: on the core's own thread outside its loop (after `block_on`
+            // returned), the core is entered for the close.
+            None => {
+                let home = crate::driver::EnterHome::new();
+                (context::with_current(here).unwrap_or(false), Some(home))
+            }
+        };
         if on_core {
             // `None` (the driver is borrowed: never, as op data is dropped outside its
             // borrow) leaves the slot taken until the ring closes, never freed early.
