@@ -10,15 +10,38 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bad='^(rt|rt-multi-thread|net|time|signal|process|fs|io-std)$'
+pkgs="corering-runtime corering-net corering-fs examples grpc-example tfb chat"
 status=0
-for pkg in corering-runtime corering-net corering-fs examples grpc-example tfb chat; do
+# cargo tree -i ignores a -p that names no package (it prints the whole workspace's tree), so
+# each package is first looked up: one renamed or gone fails here.
+members=$(cargo metadata -q --no-deps --format-version 1 \
+    | python3 -c 'import json,sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))')
+for pkg in $pkgs; do
+    if ! grep -qx -- "$pkg" <<<"$members"; then
+        echo "no_tokio_runtime: no package $pkg in the workspace (renamed?): nothing checked" >&2
+        status=1
+    fi
+done
+for pkg in $pkgs; do
     # Every feature set a user of the package could pick among the libraries' own.
     for features in "" "--all-features"; do
         if [ -n "$features" ] && [[ "$pkg" != corering-* ]]; then continue; fi
+        # A cargo tree that fails (a broken manifest, no index) checks nothing: it fails the
+        # script, with its error, instead of reading as "no tokio feature". The one failure
+        # that is an answer: tokio in no build of the package ("package ID specification
+        # `tokio` did not match any packages").
         # shellcheck disable=SC2086
-        found=$(cargo tree -q -e normal,build,features -i tokio -p "$pkg" $features 2>/dev/null \
-            | grep -oE 'tokio feature "[a-z-]+"' | sed -E 's/.*"(.*)"/\1/' | sort -u \
-            | grep -E "$bad" || true)
+        if ! tree=$(cargo tree -q -e normal,build,features -i tokio -p "$pkg" $features 2>&1); then
+            if ! grep -q 'specification `tokio` did not match any packages' <<<"$tree"; then
+                echo "no_tokio_runtime: cargo tree failed for $pkg ${features:-(default features)}:" >&2
+                echo "$tree" >&2
+                status=1
+                continue
+            fi
+            tree=""
+        fi
+        found=$(echo "$tree" | grep -oE 'tokio feature "[a-z-]+"' | sed -E 's/.*"(.*)"/\1/' \
+            | sort -u | grep -E "$bad" || true)
         if [ -n "$found" ]; then
             echo "no_tokio_runtime: $pkg ${features:-(default features)} turns on tokio's: $(echo $found)" >&2
             status=1
