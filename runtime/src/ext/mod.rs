@@ -64,6 +64,8 @@ use std::task::{Context, Poll};
 
 pub mod io;
 pub mod raw;
+#[doc(hidden)]
+pub mod testing;
 
 /// The io-uring crate (0.7) whose SQE builders ([`io_uring::opcode`]) and entries
 /// ([`io_uring::squeue::Entry`]) the op API takes: use this one, so the versions match.
