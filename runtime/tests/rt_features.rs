@@ -28,16 +28,18 @@ fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 9] {
     ]
 }
 
-/// Every feature this kernel is new enough for is granted; older ones are skipped with a
-/// note.
+/// Every feature this kernel is new enough for is granted; one the kernel is too old for
+/// fails under `CORERING_REQUIRE_FEATURES=1` (`runtime::ext::testing::require`), and is
+/// otherwise reported off, named `(kernel)`.
 fn assert_all_granted(f: &Features) {
     let kernel = kernel_version();
+    let line = f.to_string();
     for (name, since, on) in each(f) {
-        if kernel < since {
-            eprintln!(
-                "note: {name} not checked: kernel {}.{} is older than {}.{}",
-                kernel.0, kernel.1, since.0, since.1
-            );
+        let what = format!("{name} (Linux {}.{})", since.0, since.1);
+        if !runtime::ext::testing::require(&what, kernel >= since) {
+            if !on {
+                assert!(line.contains(&format!("{name} (kernel)")), "{line}");
+            }
             continue;
         }
         assert!(on, "{name} not granted on kernel {kernel:?}: {f}");
@@ -51,6 +53,8 @@ fn epoll_checked(f: &Features) -> bool {
     if f.backend != Backend::Epoll {
         return false;
     }
+    // Under CORERING_REQUIRE_FEATURES=1 the io_uring pass must not fall back unseen.
+    runtime::ext::testing::require("the io_uring backend", false);
     let line = f.to_string();
     for (name, _, on) in each(f) {
         // The backend carries out provided-buffer rings and multishot receives itself.
@@ -238,22 +242,23 @@ fn no_flags_and_no_features_still_runs() {
 /// 16, and each runtime built after the last one is dropped gets one again.
 #[test]
 fn registered_ring_fds_are_given_back() {
-    if kernel_version() < (5, 18) {
-        eprintln!("note: skipped: registered ring fds need Linux 5.18");
-        return;
-    }
     let mut epoll = false;
     for i in 0..40 {
         let rt = Builder::new().entries(8).build().unwrap();
         if epoll_checked(&rt.features()) {
             // No ring fd to register: the feature reads off.
             epoll = true;
-        } else {
+        } else if runtime::ext::testing::require(
+            "registered_ring_fd (Linux 5.18)",
+            kernel_version() >= (5, 18),
+        ) {
             assert!(
                 rt.features().registered_ring_fd,
                 "runtime {i}: {}",
                 rt.features()
             );
+        } else {
+            assert!(!rt.features().registered_ring_fd, "{}", rt.features());
         }
         rt.block_on(async { runtime::ext::raw::nop().await.unwrap() });
     }

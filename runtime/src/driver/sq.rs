@@ -338,6 +338,7 @@ impl Sq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ext::testing::require;
     use io_uring::opcode;
 
     /// SQEs written through the second mapping are the ones the kernel runs, in order, and
@@ -356,22 +357,25 @@ mod tests {
         match IoUring::builder().setup_no_sqarray().build(8) {
             Ok(ring) => in_place_sqes_reach_the_kernel_on(ring),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                eprintln!("skipped: io_uring is refused here ({e}); these tests need a ring");
+                require(&format!("io_uring (refused here: {e})"), false);
             }
+            // The kernel's answer without it; the driver then keeps the SQ array (the test
+            // above).
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                eprintln!("skipped: this kernel has no IORING_SETUP_NO_SQARRAY (6.6)");
+                require("IORING_SETUP_NO_SQARRAY (Linux 6.6)", false);
             }
             Err(e) => panic!("io_uring setup with NO_SQARRAY: {e}"),
         }
     }
 
-    /// The ring, or `None` (said on stderr) where io_uring is refused: CI runs these tests
-    /// under a seccomp filter that refuses it too, where the kernel's SQ cannot be tested.
+    /// The ring, or `None` where io_uring is refused (through `require`, so a failure under
+    /// `CORERING_REQUIRE_FEATURES=1`): CI runs these tests under a seccomp filter that
+    /// refuses it too, where the kernel's SQ cannot be tested.
     fn ring_or_refused(ring: io::Result<IoUring>) -> Option<IoUring> {
         match ring {
             Ok(ring) => Some(ring),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                eprintln!("skipped: io_uring is refused here ({e}); these tests need a ring");
+                require(&format!("io_uring (refused here: {e})"), false);
                 None
             }
             Err(e) => panic!("io_uring setup: {e}"),
