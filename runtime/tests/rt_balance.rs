@@ -48,7 +48,14 @@ fn compute(d: Duration) {
 #[test]
 fn an_idle_core_takes_queued_send_tasks() {
     let rt = Builder::new().cores(2).build().unwrap();
-    let before = [rt.stats().tasks_stolen];
+    // Each core's own count of steals, read on that core.
+    let steals = || {
+        rt.block_on(async {
+            let on_1 = runtime::spawn_on(1, async { runtime::stats().unwrap().tasks_stolen });
+            [runtime::stats().unwrap().tasks_stolen, on_1.await.unwrap()]
+        })
+    };
+    let before = steals();
     let cores = rt.block_on(async {
         let handles: Vec<_> = (0..64)
             .map(|_| {
@@ -69,9 +76,22 @@ fn an_idle_core_takes_queued_send_tasks() {
         cores[1] > 0,
         "core 1 sat idle while core 0 had 64 queued tasks: {cores:?}"
     );
-    // Core 0 took none of its own back from core 1 here, or some: either way its counter
-    // does not go down.
-    assert!(rt.stats().tasks_stolen >= before[0]);
+    // All 64 were queued on core 0, and none spawns anything: each that ran on core 1 got
+    // there by a steal, counted by core 1; core 0 can only have taken back some of those.
+    let after = steals();
+    let stolen = [after[0] - before[0], after[1] - before[1]];
+    assert!(
+        stolen[1] >= cores[1] as u64,
+        "core 1 ran {} tasks it stole, but counted {} steals",
+        cores[1],
+        stolen[1]
+    );
+    assert!(
+        stolen[0] <= stolen[1],
+        "core 0 took back more ({}) than core 1 took ({})",
+        stolen[0],
+        stolen[1]
+    );
 }
 
 #[test]
