@@ -3,8 +3,11 @@
 //! installed only when asked for.
 //!
 //! Each test counts the process's fds and the rings' occupied table slots, which are
-//! process-wide, so they take `LOCK` and run one at a time. Cases that need the kernel's
-//! direct descriptors (6.8: `FIXED_FD_INSTALL`) say so and return early without them.
+//! process-wide, so they take `LOCK` and run one at a time. Without the kernel's direct
+//! descriptors (6.8: `FIXED_FD_INSTALL`), switched off, or on the epoll backend, each case
+//! runs the same workload and checks the fallback: accepted sockets are regular fds, one
+//! fd each, and no table slot is used (`require_direct`: a failure instead under
+//! `CORERING_REQUIRE_FEATURES=1`).
 
 mod common;
 
@@ -15,7 +18,7 @@ use std::sync::{mpsc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::fds::{direct, open_fds, table_slots_in_use};
+use common::fds::{open_fds, require_direct, table_slots_in_use};
 use corering_net::{ListenOptions, TcpListener, TcpStream};
 use futures::StreamExt;
 use runtime::time::{sleep, timeout};
@@ -82,19 +85,22 @@ fn echo_client(addr: SocketAddr, msg: &[u8]) -> std::net::TcpStream {
 fn ten_thousand_connections_on_direct_descriptors_hold_no_fd() {
     let _guard = lock();
     let limit = raise_nofile();
-    // 10,000 clients, less if the fd limit cannot hold them (and what the process has open).
-    let clients = 10_000.min(limit.saturating_sub(256) as usize);
     let rt = Builder::new().build().unwrap();
     rt.block_on(async {
-        if !direct() {
-            eprintln!("no direct descriptors on this kernel: skipped");
-            return;
+        let direct = require_direct();
+        // Without direct descriptors each connection holds two fds: the client's and the
+        // server's.
+        let per_conn = if direct { 1 } else { 2 };
+        // 10,000 clients, less if the fd limit cannot hold them (and what the process has
+        // open).
+        let clients = 10_000.min(limit.saturating_sub(256) as usize / per_conn);
+        if direct {
+            assert!(
+                runtime::features().unwrap().fixed_files as usize >= clients,
+                "{}",
+                runtime::features().unwrap()
+            );
         }
-        assert!(
-            runtime::features().unwrap().fixed_files as usize >= clients,
-            "{}",
-            runtime::features().unwrap()
-        );
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let mut incoming = listener.incoming();
@@ -102,7 +108,7 @@ fn ten_thousand_connections_on_direct_descriptors_hold_no_fd() {
             let mut conns = Vec::new();
             for _ in 0..clients {
                 let stream = incoming.next().await.unwrap().unwrap();
-                assert!(stream.is_direct());
+                assert_eq!(stream.is_direct(), direct);
                 conns.push(runtime::spawn_local(echo_then_wait_eof(stream)));
             }
             for c in conns {
@@ -133,10 +139,13 @@ fn ten_thousand_connections_on_direct_descriptors_hold_no_fd() {
         }
         assert_eq!(
             open_fds() - before,
-            clients,
-            "one fd per client, none for the server's connections"
+            clients * per_conn,
+            "one fd per client, and none for the server's connections if direct"
         );
-        assert_eq!(table_slots_in_use() - slots_before, clients);
+        assert_eq!(
+            table_slots_in_use() - slots_before,
+            if direct { clients } else { 0 }
+        );
         close_tx.send(()).unwrap();
         timeout(Duration::from_secs(60), server)
             .await
@@ -160,11 +169,14 @@ fn a_full_table_is_survived_like_emfile() {
     let _guard = lock();
     let rt = Builder::new().fixed_files(SLOTS).build().unwrap();
     rt.block_on(async {
-        if !direct() {
-            eprintln!("no direct descriptors on this kernel: skipped");
-            return;
-        }
-        assert_eq!(runtime::features().unwrap().fixed_files, SLOTS);
+        // Without direct descriptors there is no table (`fixed_files` reads 0), and all 20
+        // connections are accepted as regular fds.
+        let direct = require_direct();
+        let (cap, turned_away) = if direct { (SLOTS, 4) } else { (SLOTS + 4, 0) };
+        assert_eq!(
+            runtime::features().unwrap().fixed_files,
+            if direct { SLOTS } else { 0 }
+        );
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let mut incoming = listener.incoming();
@@ -174,7 +186,7 @@ fn a_full_table_is_survived_like_emfile() {
             .collect();
         let mut held = Vec::new();
         let mut enfile = 0;
-        while held.len() < SLOTS as usize || enfile < 4 {
+        while held.len() < cap as usize || enfile < turned_away {
             let item = timeout(Duration::from_secs(5), incoming.next())
                 .await
                 .expect("incoming yields a connection or an error")
@@ -187,8 +199,12 @@ fn a_full_table_is_survived_like_emfile() {
                 }
             }
         }
-        assert_eq!(held.len(), SLOTS as usize);
-        assert_eq!(table_slots_in_use(), SLOTS as usize);
+        assert_eq!(held.len(), cap as usize);
+        assert_eq!(enfile, turned_away);
+        assert_eq!(
+            table_slots_in_use(),
+            if direct { SLOTS as usize } else { 0 }
+        );
         // The held ones work; those the full table turned away were reset.
         for (i, s) in held.iter().enumerate() {
             let (res, _) = s.write_all_owned(vec![i as u8]).await;
@@ -204,11 +220,13 @@ fn a_full_table_is_survived_like_emfile() {
                 Ok(_) | Err(_) => reset += 1,
             }
         }
-        assert_eq!((served, reset), (SLOTS as usize, 4));
+        assert_eq!((served, reset), (cap as usize, turned_away));
         drop(held);
         settle().await;
         assert_eq!(table_slots_in_use(), 0);
-        // Slots are free again: connections come and go, 20 times the table's size.
+        // Slots are free again: connections come and go, 20 times the table's size (and no
+        // fd is left behind).
+        let fds = open_fds();
         for i in 0..SLOTS * 20 {
             let c = thread::spawn(move || drop(echo_client(addr, &i.to_le_bytes())));
             let stream = timeout(Duration::from_secs(5), incoming.next())
@@ -216,25 +234,26 @@ fn a_full_table_is_survived_like_emfile() {
                 .expect("incoming accepts again")
                 .unwrap()
                 .unwrap();
-            assert!(stream.is_direct());
+            assert_eq!(stream.is_direct(), direct);
             echo_then_wait_eof(stream).await.unwrap();
             c.join().unwrap();
         }
         settle().await;
         assert_eq!(table_slots_in_use(), 0);
+        assert_eq!(open_fds(), fds);
     });
 }
 
 /// `into_std` of a direct stream gives a working regular fd, and frees the table slot.
+/// Without direct descriptors the stream's own fd is handed over: no fd more, no slot.
 #[test]
 fn into_std_of_a_direct_stream_works() {
     let _guard = lock();
     let rt = Builder::new().build().unwrap();
     rt.block_on(async {
-        if !direct() {
-            eprintln!("no direct descriptors on this kernel: skipped");
-            return;
-        }
+        let direct = require_direct();
+        // The server side's fds: none for a direct stream, until `into_std` installs one.
+        let server_fd = usize::from(!direct);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let fds = open_fds();
@@ -243,9 +262,13 @@ fn into_std_of_a_direct_stream_works() {
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         let stream = listener.incoming().next().await.unwrap().unwrap();
-        assert!(stream.is_direct());
-        assert_eq!(open_fds(), fds + 1, "only the client holds an fd");
-        assert_eq!(table_slots_in_use(), 1);
+        assert_eq!(stream.is_direct(), direct);
+        assert_eq!(
+            open_fds(),
+            fds + 1 + server_fd,
+            "the client's fd, and the server's"
+        );
+        assert_eq!(table_slots_in_use(), usize::from(direct));
         let (res, _) = stream.write_all_owned(b"ring".to_vec()).await;
         res.unwrap();
         let mut std_stream = stream.into_std().unwrap();
@@ -280,21 +303,21 @@ fn options_and_raw_fds_of_direct_streams() {
     let _guard = lock();
     let rt = Builder::new().build().unwrap();
     rt.block_on(async {
-        if !direct() {
-            eprintln!("no direct descriptors on this kernel: skipped");
-            return;
-        }
+        // Without direct descriptors the stream is a regular fd from the start: the same
+        // calls work on it and none opens another fd.
+        let direct = require_direct();
+        let server_fd = usize::from(!direct);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let fds = open_fds();
         let client = std::net::TcpStream::connect(addr).unwrap();
         let (stream, peer) = listener.accept().await.unwrap();
-        assert!(stream.is_direct(), "single accepts are direct too");
+        assert_eq!(stream.is_direct(), direct, "single accepts are direct too");
         assert_eq!(peer, client.local_addr().unwrap());
         stream.set_nodelay(true).unwrap();
         stream.set_keepalive(true).unwrap();
         stream.set_linger(Some(Duration::from_secs(3))).unwrap();
-        assert_eq!(open_fds(), fds + 1, "setters install no fd");
+        assert_eq!(open_fds(), fds + 1 + server_fd, "setters install no fd");
         // The getters install one, which `as_raw_fd` and socket2 then share.
         assert!(stream.nodelay().unwrap());
         assert_eq!(open_fds(), fds + 2);
@@ -339,10 +362,10 @@ fn bad_descriptors_give_errors() {
     let _guard = lock();
     let rt = Builder::new().fixed_files(64).build().unwrap();
     let kept = rt.block_on(async {
-        if !direct() {
-            eprintln!("no direct descriptors on this kernel: skipped");
-            return None;
-        }
+        // Without direct descriptors: the same errors after a shutdown and from slots that
+        // hold nothing (there is no table); a regular fd outlives its runtime, so the last
+        // part is for direct streams only.
+        let direct = require_direct();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::net::TcpStream::connect(addr).unwrap();
@@ -383,6 +406,9 @@ fn bad_descriptors_give_errors() {
         settle().await;
         assert_eq!(table_slots_in_use(), 0);
 
+        if !direct {
+            return None;
+        }
         // A stream kept past its runtime.
         let client = std::net::TcpStream::connect(addr).unwrap();
         let stream = listener.incoming().next().await.unwrap().unwrap();
@@ -427,26 +453,31 @@ fn regular_fds_when_off_and_no_slot_leaks_on_drop() {
 
     let rt = Builder::new().build().unwrap();
     rt.block_on(async {
-        if !direct() {
-            return;
-        }
+        // Without direct descriptors the same drop closes the regular fds it accepted.
+        let direct = require_direct();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let fds = open_fds();
         let mut clients = Vec::new();
         {
             let mut incoming = listener.incoming();
             clients.push(std::net::TcpStream::connect(addr).unwrap());
             let first = incoming.next().await.unwrap().unwrap();
-            assert!(first.is_direct());
+            assert_eq!(first.is_direct(), direct);
             // Accepted by the armed multishot accept, never yielded.
             for _ in 0..4 {
                 clients.push(std::net::TcpStream::connect(addr).unwrap());
             }
             settle().await;
-            assert_eq!(table_slots_in_use(), 5);
+            assert_eq!(table_slots_in_use(), if direct { 5 } else { 0 });
         }
         settle().await;
         assert_eq!(table_slots_in_use(), 0, "the stream's slots were closed");
+        assert_eq!(
+            open_fds(),
+            fds + clients.len(),
+            "only the clients' fds are open"
+        );
     });
 }
 

@@ -53,14 +53,15 @@ async fn echo_chunks(mut stream: TcpStream, behind: bool) -> io::Result<u64> {
     }
 }
 
-/// Whether the ring path is switched off process-wide (`RUNTIME_DISABLE=recv_multishot`,
-/// as CI runs the suite once): the ring's own tests then skip.
-fn ring_disabled() -> bool {
-    let off = std::env::var("RUNTIME_DISABLE").is_ok_and(|v| v.contains("recv_multishot"));
-    if off {
-        eprintln!("skipped: RUNTIME_DISABLE turns the ring off");
-    }
-    off
+/// Whether a default runtime reads through the ring (`Features::recv_multishot`): off where
+/// `RUNTIME_DISABLE=recv_multishot` switches it off process-wide (as CI runs the net suite
+/// once) or the kernel lacks it. Asked through `runtime::ext::testing::require` (a failure
+/// under `CORERING_REQUIRE_FEATURES=1`); without it the ring's own tests run the same
+/// workload on the own-buffer path and check that every byte still arrives and no ring
+/// exists.
+fn ring_on() -> bool {
+    let on = Builder::new().build().unwrap().features().recv_multishot;
+    runtime::ext::testing::require("recv_multishot (the read path's ring)", on)
 }
 
 /// The runtimes each test runs on: the default (ring) and the own-buffer fallback.
@@ -195,7 +196,10 @@ fn clients(addr: SocketAddr, conns: u64, len: usize) {
 
 #[test]
 fn an_empty_ring_under_1000_connections_loses_nothing() {
-    if ring_disabled() {
+    if !ring_on() {
+        // Every byte of every connection through the own-buffer path, and no ring.
+        let run = many_connections_through(Builder::new().recv_buffers(16, 512), 1000, 4096);
+        assert_eq!(run, None);
         return;
     }
     // 16 buffers of 512 B for 1,000 connections sending 4 KiB each at once: the ring runs
@@ -226,19 +230,24 @@ fn an_empty_ring_under_1000_connections_loses_nothing() {
 
 #[test]
 fn large_incremental_buffers_serve_many_connections() {
-    if ring_disabled() {
-        return;
-    }
-    let probe = Builder::new().build().unwrap();
-    if !probe.features().recv_incremental {
-        eprintln!("skipped: no incremental buffer rings here");
-        return;
-    }
-    drop(probe);
     // Four 1 MiB buffers for 200 connections of 4 KiB each. Consumed incrementally, the
     // receives pack into the first buffer and the ring never runs dry; taking a whole
     // buffer each, the same ring runs dry over and over.
     let big = || Builder::new().recv_buffers(4, 1 << 20);
+    if !ring_on() {
+        assert_eq!(many_connections_through(big(), 200, 4096), None);
+        return;
+    }
+    let probe = Builder::new().build().unwrap();
+    let incremental = probe.features().recv_incremental;
+    drop(probe);
+    if !runtime::ext::testing::require("recv_incremental", incremental) {
+        // Whole buffers: the same 200 connections, every byte checked, through a ring that
+        // stays at its 4 entries.
+        let (entries, _) = many_connections_through(big(), 200, 4096).expect("the ring is on");
+        assert_eq!(entries, 4);
+        return;
+    }
     let (entries, empties) = many_connections_through(big(), 200, 4096).expect("the ring is on");
     assert_eq!(entries, 4);
     assert_eq!(empties, 0, "4 MiB of buffers ran dry carrying 800 KiB");
@@ -269,9 +278,8 @@ fn many_connections_with_the_ring_off() {
 
 #[test]
 fn an_unread_connection_holds_a_bounded_number_of_buffers() {
-    if ring_disabled() {
-        return;
-    }
+    // Without the ring, the same pause loses no byte either (and no ring exists).
+    let ring_on = ring_on();
     let rt = Builder::new().recv_buffers(64, 1024).build().unwrap();
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -290,14 +298,18 @@ fn an_unread_connection_holds_a_bounded_number_of_buffers() {
             .await
             .unwrap();
         sleep(Duration::from_millis(300)).await;
-        let ring = core_ring().unwrap();
-        let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
-        // The chunk being read, plus the backlog of 4 and what was in flight at the cancel.
-        assert!(
-            held <= 8,
-            "an unread connection holds {held} of {} buffers",
-            ring.entries()
-        );
+        let ring = core_ring();
+        assert_eq!(ring.is_some(), ring_on);
+        if let Some(ring) = &ring {
+            let held = ring.entries() - ring.available().expect("Linux 6.8 reports the ring head");
+            // The chunk being read, plus the backlog of 4 and what was in flight at the
+            // cancel.
+            assert!(
+                held <= 8,
+                "an unread connection holds {held} of {} buffers",
+                ring.entries()
+            );
+        }
         let mut rest = Vec::new();
         timeout(LIMIT, stream.read_to_end(&mut rest))
             .await
@@ -309,15 +321,16 @@ fn an_unread_connection_holds_a_bounded_number_of_buffers() {
             rest == data[1..],
             "bytes lost or reordered across the pause"
         );
-        assert_eq!(ring.outstanding(), 0);
+        if let Some(ring) = ring {
+            assert_eq!(ring.outstanding(), 0);
+        }
     });
 }
 
 #[test]
 fn an_idle_connection_holds_no_buffer() {
-    if ring_disabled() {
-        return;
-    }
+    // Without the ring: the same reads, and no ring to hold a buffer.
+    let ring_on = ring_on();
     let rt = Builder::new().build().unwrap();
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -339,13 +352,16 @@ fn an_idle_connection_holds_no_buffer() {
         });
         sleep(Duration::from_millis(500)).await;
         // The reader got its byte and waits for more: its receive is armed, no buffer held.
-        let ring = core_ring().unwrap();
-        assert_eq!(ring.outstanding(), 0, "a buffer is held while idle");
-        assert_eq!(
-            ring.available(),
-            Some(ring.entries()),
-            "the kernel holds one"
-        );
+        let ring = core_ring();
+        assert_eq!(ring.is_some(), ring_on);
+        if let Some(ring) = ring {
+            assert_eq!(ring.outstanding(), 0, "a buffer is held while idle");
+            assert_eq!(
+                ring.available(),
+                Some(ring.entries()),
+                "the kernel holds one"
+            );
+        }
         let got = timeout(LIMIT, reader).await.unwrap().unwrap();
         assert_eq!(got, b"xyz");
         client.join().unwrap();
@@ -354,9 +370,8 @@ fn an_idle_connection_holds_no_buffer() {
 
 #[test]
 fn the_ring_grows_with_the_load() {
-    if ring_disabled() {
-        return;
-    }
+    // Without the ring: the same load, every byte, and no ring.
+    let ring_on = ring_on();
     // 300 connections whose 32 KiB each wait in the kernel before any is read: armed all at
     // once, they need far more than the ring's first 16 buffers. It runs dry and doubles
     // (up to the configured 1024) until the load fits; every byte still arrives.
@@ -389,9 +404,12 @@ fn the_ring_grows_with_the_load() {
         for t in tasks {
             assert_eq!(timeout(LIMIT, t).await.unwrap().unwrap().unwrap(), LEN);
         }
-        core_ring().unwrap().entries()
+        core_ring().map(|r| r.entries())
     });
     client.join().unwrap();
-    println!("the ring grew to {entries} buffers");
-    assert!(entries > 16, "the ring never grew: {entries} buffers");
+    assert_eq!(entries.is_some(), ring_on);
+    if let Some(entries) = entries {
+        println!("the ring grew to {entries} buffers");
+        assert!(entries > 16, "the ring never grew: {entries} buffers");
+    }
 }

@@ -29,12 +29,14 @@ async fn echo(stream: TcpStream) -> io::Result<u64> {
     }
 }
 
-/// Binds `addr`, or `None` (with the reason printed) where the machine has no such address.
+/// Binds `addr`, or `None` where the machine has no such address (no IPv6 loopback):
+/// through `runtime::ext::testing::require`, so a failure under
+/// `CORERING_REQUIRE_FEATURES=1`.
 fn bind_or_skip(addr: &str) -> Option<TcpListener> {
     match TcpListener::bind(addr) {
-        Ok(l) => Some(l),
+        Ok(s) => Some(s),
         Err(e) if e.kind() == ErrorKind::AddrNotAvailable => {
-            eprintln!("skipped: cannot bind {addr}: {e}");
+            runtime::ext::testing::require(&format!("the address {addr} ({e})"), false);
             None
         }
         Err(e) => panic!("bind {addr}: {e}"),

@@ -11,12 +11,14 @@ use runtime::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Binds `addr`, or `None` (with the reason printed) where the machine has no such address.
+/// Binds `addr`, or `None` where the machine has no such address (no IPv6 loopback):
+/// through `runtime::ext::testing::require`, so a failure under
+/// `CORERING_REQUIRE_FEATURES=1`.
 fn bind_or_skip(addr: &str) -> Option<UdpSocket> {
     match UdpSocket::bind(addr) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == ErrorKind::AddrNotAvailable => {
-            eprintln!("skipped: cannot bind {addr}: {e}");
+            runtime::ext::testing::require(&format!("the address {addr} ({e})"), false);
             None
         }
         Err(e) => panic!("bind {addr}: {e}"),

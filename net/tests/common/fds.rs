@@ -11,6 +11,15 @@ pub fn direct() -> bool {
     runtime::features().is_some_and(|f| f.direct_descriptors && f.fixed_fd_install)
 }
 
+/// [`direct`], for a test that is about direct descriptors: asked through
+/// `runtime::ext::testing::require`, so without them a failure under
+/// `CORERING_REQUIRE_FEATURES=1`, and otherwise `false`, for the test to check the fallback
+/// instead (accepted sockets are regular fds).
+#[track_caller]
+pub fn require_direct() -> bool {
+    runtime::ext::testing::require("direct_descriptors (with fixed_fd_install)", direct())
+}
+
 /// Occupied slots of the fixed-file tables of this process's rings: each ring's fdinfo lists
 /// its occupied slots after `UserFiles:`.
 pub fn table_slots_in_use() -> usize {
