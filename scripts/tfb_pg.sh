@@ -1,4 +1,5 @@
-# A private PostgreSQL cluster for the tfb scripts (sourced by tfb_check.sh and tfb_bench.sh):
+# A private PostgreSQL cluster (sourced by tfb_check.sh, tfb_bench.sh and .ci/run, which keeps
+# one up for net_postgres through both `cargo test --workspace` passes):
 # PostgreSQL from /usr/lib/postgresql/*/bin or PATH (apt-get install postgresql if neither),
 # a cluster in a temp dir, run as the `postgres` user when root, on 127.0.0.1:$PG_PORT (a free
 # port, never 5432), with TechEmpower's hello_world database (scripts/tfb_db.sql) owned by
