@@ -3,11 +3,16 @@
 # grpcio-tools from the example's own proto, in both directions:
 #   1. grpc-server (tonic's Routes on this runtime, 2 cores) <- the Python client: every
 #      method with every byte checked, concurrent calls, DEADLINE_EXCEEDED past a deadline
-#      (before the head and mid-stream); then SIGTERM must stop the server with exit 0;
+#      (before the head and mid-stream); grpcio's own timer fires at the deadline too, so
+#      those pass even if the server ignored `grpc-timeout`: then curl (HTTP/2, no timer of
+#      its own) sends `grpc-timeout` to slow calls, and only the server can answer them with
+#      grpc-status 4 (DEADLINE_EXCEEDED), well before the slow reply would come; then
+#      SIGTERM must stop the server with exit 0;
 #   2. a Python grpcio server <- grpc-client (tonic's generated client over
 #      corering_net::grpc::Channel): every method, random payloads up to 1 MiB, and
 #      --deadline (the call's own grpc-timeout and the channel's default).
-# Needs python3 (pip installs grpcio and grpcio-tools if they are missing).
+# Needs python3 (pip installs grpcio and grpcio-tools if they are missing) and curl with
+# HTTP/2.
 # Usage: scripts/grpc_check.sh   (honours CARGO_TARGET_DIR; about 20 s after the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +55,53 @@ PIDS+=("$SERVER")
 PORT=$(listening grpc-server "$SERVER")
 timeout 120 python3 scripts/grpc_peer.py client --addr "127.0.0.1:$PORT" --calls 300 \
     || fail "the Python client against grpc-server"
+passed=$((passed + 1))
+
+# deadline_from_server NAME METHOD TIMEOUT FIELDS...: one call of corering.echo.Echo/METHOD
+# whose request message is FIELDS (protobuf field=varint, or 1=@bytes for field 1 as bytes)
+# with `grpc-timeout: TIMEOUT` and no deadline on the client's side (curl has no timer but
+# --max-time, far past it): grpc-status 4 must come from the server (in the head, or in the
+# trailers after some replies) within 3 s, while the slow call would take 5 s or more.
+deadline_from_server() {
+    local name=$1 method=$2 grpc_timeout=$3
+    shift 3
+    python3 - "$WORK/$name.req" "$@" <<'PY'
+import struct, sys
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+msg = b""
+for field in sys.argv[2:]:
+    num, value = field.split("=")
+    if value.startswith("@"):
+        data = value[1:].encode()
+        msg += varint(int(num) << 3 | 2) + varint(len(data)) + data
+    else:
+        msg += varint(int(num) << 3) + varint(int(value))
+open(sys.argv[1], "wb").write(b"\x00" + struct.pack(">I", len(msg)) + msg)
+PY
+    local start end ms
+    start=$(date +%s%N)
+    curl -sS --http2-prior-knowledge --max-time 20 -o "$WORK/$name.body" -D "$WORK/$name.head" \
+        -H 'content-type: application/grpc' -H 'te: trailers' -H "grpc-timeout: $grpc_timeout" \
+        --data-binary @"$WORK/$name.req" "http://127.0.0.1:$PORT/corering.echo.Echo/$method" \
+        || fail "$name: curl failed"
+    end=$(date +%s%N)
+    ms=$(( (end - start) / 1000000 ))
+    grep -qi '^grpc-status: *4' "$WORK/$name.head" || {
+        cat "$WORK/$name.head" >&2
+        fail "$name: no grpc-status 4 after ${ms} ms: the server ignores grpc-timeout $grpc_timeout"
+    }
+    [ "$ms" -lt 3000 ] || fail "$name: DEADLINE_EXCEEDED only after ${ms} ms (grpc-timeout $grpc_timeout)"
+    echo "grpc-server: $name: grpc-status 4 from the server after ${ms} ms (grpc-timeout $grpc_timeout, no client timer)"
+}
+# Unary: the server sleeps 5 s; StreamRequest: 50 replies 100 ms apart.
+deadline_from_server unary Unary 200m 1=@late 2=5000
+deadline_from_server stream ServerStream 350m 1=50 2=10 3=9 4=100
 passed=$((passed + 1))
 kill -TERM "$SERVER"
 rc=0
