@@ -1,8 +1,9 @@
 //! `O_DIRECT` with `AlignedBuf` round-trips; unaligned buffers, lengths and offsets are
 //! `InvalidInput` before anything is submitted.
 //!
-//! A filesystem that refuses `O_DIRECT` (tmpfs before 6.6 answers `EINVAL` at open) makes
-//! the test skip with a printed reason.
+//! A filesystem that refuses `O_DIRECT` (tmpfs before 6.6 answers `EINVAL` at open) leaves
+//! nothing to test beyond that answer: `InvalidInput` at open, through
+//! `runtime::ext::testing::require` (a failure under `CORERING_REQUIRE_FEATURES=1`).
 
 mod common;
 
@@ -12,8 +13,8 @@ use common::{pattern, TempDir};
 use corering_fs::{AlignedBuf, File, OpenOptions};
 use runtime::buf::IoBuf;
 
-/// Opens `path` for direct I/O, or `None` (with the reason printed) where the filesystem
-/// refuses it.
+/// Opens `path` for direct I/O, or `None` where the filesystem refuses it (`InvalidInput`,
+/// through `require`).
 async fn open_direct(path: &std::path::Path) -> Option<File> {
     match OpenOptions::new()
         .read(true)
@@ -26,7 +27,7 @@ async fn open_direct(path: &std::path::Path) -> Option<File> {
         Ok(f) => Some(f),
         Err(e) if e.kind() == ErrorKind::InvalidInput => {
             let fs_dir = path.parent().unwrap().display();
-            println!("SKIPPED: the filesystem of {fs_dir} refuses O_DIRECT at open: {e}");
+            runtime::ext::testing::require(&format!("O_DIRECT on {fs_dir} ({e})"), false);
             None
         }
         Err(e) => panic!("open with O_DIRECT: {e}"),
