@@ -73,7 +73,8 @@ fn runtime_on(backend: Backend, name: &str) -> Option<Runtime> {
             Some(rt)
         }
         Err(e) if refused(backend, &e) => {
-            eprintln!("note: {name}: io_uring is refused here ({e}); checking epoll only");
+            // Checking epoll only (a failure under CORERING_REQUIRE_FEATURES=1).
+            runtime::ext::testing::require(&format!("io_uring ({name}: {e})"), false);
             None
         }
         Err(e) => panic!("{name}: building a runtime on {backend}: {e}"),
@@ -405,7 +406,8 @@ fn emfile_in_child(backend: Backend) -> Option<String> {
             .find_map(|l| l.split_once(tag).map(|(_, rest)| rest.trim().to_string()))
     };
     if let Some(why) = line(REFUSED) {
-        eprintln!("note: emfile: io_uring is refused here ({why}); checking epoll only");
+        // Checking epoll only (a failure under CORERING_REQUIRE_FEATURES=1).
+        runtime::ext::testing::require(&format!("io_uring (emfile: {why})"), false);
         return None;
     }
     let report = line(RESULT);

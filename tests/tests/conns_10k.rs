@@ -39,11 +39,9 @@ async fn serve(stream: TcpStream, echoed: Rc<Cell<usize>>) -> std::io::Result<()
 #[runtime::test]
 async fn ten_thousand_connections_open_at_once() {
     let (_, hard) = tests::nofile_limit();
-    if hard < CONNS as u64 + SPARE_FDS {
-        eprintln!(
-            "skipped: the fd hard limit {hard} is below {}",
-            CONNS as u64 + SPARE_FDS
-        );
+    let need = CONNS as u64 + SPARE_FDS;
+    let what = format!("an fd hard limit of {need} (it is {hard})");
+    if !runtime::ext::testing::require(&what, hard >= need) {
         return;
     }
     tests::set_nofile_soft(hard).unwrap();
