@@ -35,6 +35,8 @@
 //!   down) while the owner's task list still holds a reference, so the last reference,
 //!   wherever it is dropped, only ever frees an empty stage.
 
+#[cfg(all(test, loom))]
+mod loom_steal;
 mod queue;
 mod raw;
 mod state;

@@ -19,6 +19,8 @@ use super::{set_poll_ref, take_poll_ref};
 use crate::context::coop;
 use crate::executor::join::JoinError;
 use crate::executor::{Core, Id, Shared};
+// The owner pointer is loom's under `--cfg loom` (the model of an abort racing a steal).
+use crate::loom::sync::atomic::AtomicPtr as OwnerPtr;
 
 /// Where a task was spawned.
 pub(crate) type Loc = &'static std::panic::Location<'static>;
@@ -45,7 +47,7 @@ pub(crate) struct Header {
     /// the task has never been polled and waits in a stealable queue (so no waker exists,
     /// and an abort does not read it: see [`RawTask::abort`]); every other read happens
     /// after that change (the thief polls it, and hands wakers out, only afterwards).
-    owner: AtomicPtr<Shared>,
+    owner: OwnerPtr<Shared>,
     /// The task's id, for its handles and its `JoinError`.
     pub(crate) id: Id,
     /// The task's key in its core's task list, or `NOT_OWNED`. Owner thread only.
@@ -121,7 +123,7 @@ impl RawTask {
             header: Header {
                 state: State::new(!local),
                 vtable: vtable::<F>(),
-                owner: AtomicPtr::new(Arc::into_raw(shared).cast_mut()),
+                owner: OwnerPtr::new(Arc::into_raw(shared).cast_mut()),
                 id,
                 location,
                 last_poll: AtomicU64::new(0),

@@ -352,36 +352,4 @@ mod loom_tests {
     fn loom_remote_wake_by_ref_complete_and_join() {
         run(true);
     }
-
-    /// An abort races the take of a stealable task's queue entry (`SCHEDULED` set since its
-    /// creation; the thief changes the owner, then clears it): an abort that saw the flag
-    /// set schedules nothing, so the taker's poll must see `CANCELLED`; one that saw it
-    /// clear reads the owner, so it must see the thief's.
-    #[test]
-    fn loom_abort_of_a_task_being_stolen() {
-        loom::model(|| {
-            let state = Arc::new(State::new(true));
-            let owner = Arc::new(AtomicUsize::new(0));
-            let thief = {
-                let (state, owner) = (state.clone(), owner.clone());
-                thread::spawn(move || {
-                    owner.store(1, Ordering::Relaxed);
-                    let _ = state.unset_scheduled();
-                    // The poll that follows the take.
-                    state.load().is_cancelled()
-                })
-            };
-            let prev = state.cancel();
-            let seen_owner = (!prev.is_scheduled()).then(|| owner.load(Ordering::Relaxed));
-            let poll_saw_cancel = thief.join().unwrap();
-            if prev.is_scheduled() {
-                assert!(
-                    poll_saw_cancel,
-                    "the abort scheduled nothing and the poll missed it"
-                );
-            } else {
-                assert_eq!(seen_owner, Some(1), "the abort read the old owner");
-            }
-        });
-    }
 }
