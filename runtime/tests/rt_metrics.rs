@@ -29,8 +29,17 @@ fn counters_follow_the_work_and_gauges_come_back_to_rest() {
         .await
         .unwrap();
         runtime::spawn_blocking(|| 7).await.unwrap();
-        // Long enough for both cores to sleep in the kernel.
+        // Until both cores have slept in the kernel and core 1 published its counts (it
+        // publishes as it falls idle: on a loaded machine its thread may run late), at most
+        // 5 s.
+        let m = runtime::Handle::current().metrics();
+        let deadline = Instant::now() + Duration::from_secs(5);
         runtime::sleep(Duration::from_millis(20)).await;
+        while Instant::now() < deadline
+            && (m.worker_park_count(1) == 0 || m.total().cqes_reaped - before.cqes_reaped < 110)
+        {
+            runtime::sleep(Duration::from_millis(5)).await;
+        }
     });
     let after = metrics.total();
     assert_eq!(metrics.num_workers(), 2);
