@@ -15,6 +15,7 @@ use std::time::Duration;
 use corering_fs::File;
 use corering_net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixStream};
 use futures::StreamExt;
+use runtime::ext::testing::{open_fds, table_slots_in_use as table_slots};
 use runtime::{Builder, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -25,42 +26,6 @@ const PAIRS: usize = 200;
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// Occupied slots of every ring's fixed-file table in this process (`UserFiles:` in each
-/// ring's fdinfo).
-fn table_slots() -> usize {
-    let mut n = 0;
-    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
-        let Ok(link) = std::fs::read_link(entry.path()) else {
-            continue;
-        };
-        if link.to_string_lossy() != "anon_inode:[io_uring]" {
-            continue;
-        }
-        let path = format!("/proc/self/fdinfo/{}", entry.file_name().to_string_lossy());
-        let Ok(info) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        n += info
-            .lines()
-            .skip_while(|l| !l.starts_with("UserFiles:"))
-            .skip(1)
-            .take_while(|l| {
-                l.trim_start()
-                    .split(':')
-                    .next()
-                    .unwrap_or("")
-                    .parse::<u32>()
-                    .is_ok()
-            })
-            .count();
-    }
-    n
 }
 
 /// What each open fd is, for a failing assertion's message.

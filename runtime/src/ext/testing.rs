@@ -14,6 +14,8 @@
 //!   this call.
 //!
 //! No test prints a skip and returns on its own.
+//!
+//! Also the leak checks' counts: [`open_fds`] and [`table_slots_in_use`].
 
 /// The environment variable that turns a missing feature into a test failure.
 pub const REQUIRE_VAR: &str = "CORERING_REQUIRE_FEATURES";
@@ -51,4 +53,42 @@ pub fn require(feature: &str, present: bool) -> bool {
     }
     eprintln!("note: {feature} is missing here ({at}): the test checks the fallback instead");
     false
+}
+
+/// Open file descriptors of this process (the entries of `/proc/self/fd`, the listing's own
+/// included), for the leak checks.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Occupied slots of the fixed-file tables of this process's rings: each ring's fdinfo lists
+/// its occupied slots after `UserFiles:`. For the leak checks of direct descriptors, which
+/// hold no fd.
+pub fn table_slots_in_use() -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut n = 0;
+    for entry in dir.flatten() {
+        let Ok(link) = std::fs::read_link(entry.path()) else {
+            continue;
+        };
+        if link.to_string_lossy() != "anon_inode:[io_uring]" {
+            continue;
+        }
+        let path = format!("/proc/self/fdinfo/{}", entry.file_name().to_string_lossy());
+        let Ok(info) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        n += info
+            .lines()
+            .skip_while(|l| !l.starts_with("UserFiles:"))
+            .skip(1)
+            .take_while(|l| {
+                let index = l.trim_start().split(':').next().unwrap_or("");
+                index.parse::<u32>().is_ok()
+            })
+            .count();
+    }
+    n
 }
