@@ -51,7 +51,7 @@ impl Builder {
             ));
         }
         if let Some(n) = self.fixed_files {
-            let limit = crate::driver::features::nofile_soft_limit();
+            let limit = crate::driver::probe::nofile_soft_limit();
             if n == 0 || u64::from(n) > limit {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -70,6 +70,7 @@ impl Builder {
             fixed_files: self.fixed_files,
             backend: self.backend,
             backend_why: self.backend_why,
+            profile: self.kernel,
         })
     }
 
@@ -152,6 +153,15 @@ impl Builder {
                 format!("RUNTIME_BACKEND is `{value}`, which is no backend (known: auto, io_uring, epoll)"),
             ));
         }
+        if let Some((value, who)) = &self.bad_kernel {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{who} names `{value}`, which is no kernel profile (known: {})",
+                    crate::driver::kernel::Profile::names()
+                ),
+            ));
+        }
         let want = self.wanted()?;
         if self.cores == 0 {
             return Err(io::Error::new(
@@ -192,6 +202,14 @@ impl Builder {
         // drop clears this.
         context::set_home(Some(&rt.core));
         if cfg!(feature = "tracing") || std::env::var_os("RUNTIME_LOG").is_some() {
+            if let Some(p) = self.kernel {
+                crate::trace::rt_info!(
+                    "kernel profile on ({}): behaving as Linux {}.{}, what it lacks is off",
+                    p.why,
+                    p.version.0,
+                    p.version.1
+                );
+            }
             let features = rt.core_features();
             for (i, f) in rt.core_flags().iter().enumerate() {
                 let feat = &features[i];

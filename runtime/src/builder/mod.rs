@@ -7,6 +7,7 @@ mod build;
 use std::time::Duration;
 
 use crate::blocking;
+use crate::driver::kernel::Profile;
 use crate::driver::{feature_bit as bit, Backend, RingConfig};
 use crate::executor::Placement;
 
@@ -76,6 +77,10 @@ pub struct Builder {
     backend_why: &'static str,
     /// A `RUNTIME_BACKEND` value that is no backend: `build` reports it.
     bad_backend: Option<String>,
+    /// See [`Builder::kernel_profile`].
+    kernel: Option<Profile>,
+    /// A kernel profile name that is none, and who gave it: `build` reports it.
+    bad_kernel: Option<(String, &'static str)>,
 }
 
 /// The feature names `RUNTIME_DISABLE` takes, and their switches.
@@ -130,6 +135,9 @@ impl Builder {
     /// [`backend`](Builder::backend) does; another value makes [`build`](Builder::build)
     /// fail with `InvalidInput`.
     ///
+    /// `RUNTIME_KERNEL` (`5.19`, `6.1` or `6.8`) makes the runtime behave as on that
+    /// kernel, as [`kernel_profile`](Builder::kernel_profile) does.
+    ///
     /// `RUNTIME_DISABLE` is a comma-separated list of feature switches to turn off in every
     /// runtime the process builds (`registered_ring_fd`, `no_sqarray`, `min_timeout`,
     /// `recv_multishot`, `recv_bundle`, `recv_incremental`, `direct_descriptors`): a way to run a program or a
@@ -160,7 +168,46 @@ impl Builder {
                 Err(_) => b.bad_backend = Some(v.to_string_lossy().into_owned()),
             }
         }
+        if let Some(v) = std::env::var_os("RUNTIME_KERNEL") {
+            let v = v.to_string_lossy();
+            b.kernel = Profile::named(&v, true);
+            if b.kernel.is_none() {
+                b.bad_kernel = Some((v.into_owned(), "RUNTIME_KERNEL"));
+            }
+        }
         b
+    }
+
+    /// Behave as on Linux `version` (`"5.19"`, `"6.1"` or `"6.8"`), on this newer kernel:
+    /// every setup flag, [`Features`](crate::Features) field and io_uring op that release
+    /// lacks is off or refused as that kernel refuses it (the opcode probe says unsupported,
+    /// an op it lacks answers `EINVAL`), so a program or test suite runs the paths it would
+    /// run there. Overrides `RUNTIME_KERNEL`, which [`Builder::new`] reads the same way.
+    /// [`Runtime::features`](crate::Runtime::features) names the profile as the reason a
+    /// feature is off (`recv_bundle (RUNTIME_KERNEL=6.1)`), and `RUNTIME_LOG=1` says it is
+    /// on. The table of what came in which release is in ARCHITECTURE.md ("Kernel
+    /// profiles"). No effect on the epoll backend.
+    ///
+    /// [`build`](Builder::build) fails with `InvalidInput`, naming the accepted values, for
+    /// any other `version`.
+    ///
+    /// ```
+    /// let rt = runtime::Builder::new().kernel_profile("6.1").build()?;
+    /// if rt.features().backend == runtime::Backend::IoUring {
+    ///     assert!(!rt.features().recv_bundle, "bundles came in 6.10");
+    ///     assert!(!rt.flags().no_sqarray, "NO_SQARRAY came in 6.6");
+    ///     assert_eq!(rt.features().kernel_profile(), Some("Builder::kernel_profile(\"6.1\")"));
+    /// }
+    /// assert!(runtime::Builder::new().kernel_profile("5.15").build().is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn kernel_profile(mut self, version: &str) -> Builder {
+        self.kernel = Profile::named(version, false);
+        self.bad_kernel = match self.kernel {
+            Some(_) => None,
+            None => Some((version.to_string(), "Builder::kernel_profile")),
+        };
+        self
     }
 
     /// The builder before `RUNTIME_DISABLE`.
@@ -189,6 +236,8 @@ impl Builder {
             backend: Backend::Auto,
             backend_why: "",
             bad_backend: None,
+            kernel: None,
+            bad_kernel: None,
         }
     }
 

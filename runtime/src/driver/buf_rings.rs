@@ -3,6 +3,7 @@
 
 use std::io;
 
+use super::kernel::{Has, REGISTER_PBUF_STATUS};
 use super::{Driver, Kernel};
 
 impl Driver {
@@ -18,6 +19,14 @@ impl Driver {
         bgid: u16,
         flags: u16,
     ) -> io::Result<()> {
+        if !self
+            .features
+            .profile
+            .is_none_or(|p| p.takes_pbuf_flags(flags))
+        {
+            // A flag a kernel profile's release lacks: refused as that kernel refuses it.
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         let ring = match &mut self.kernel {
             Kernel::Uring(ring) => ring,
             Kernel::Readiness(rd) => {
@@ -42,11 +51,18 @@ impl Driver {
             head: u32,
             resv: [u32; 8],
         }
-        const IORING_REGISTER_PBUF_STATUS: libc::c_uint = 26;
         if let Kernel::Readiness(rd) = &self.kernel {
             return rd
                 .buf_ring_head(bgid)
                 .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        if !self
+            .features
+            .profile
+            .is_none_or(|p| p.has(Has::Register(REGISTER_PBUF_STATUS)))
+        {
+            // A kernel profile's release before 6.8: as that kernel answers.
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let mut status = BufStatus {
             buf_group: u32::from(bgid),
@@ -59,7 +75,7 @@ impl Driver {
             libc::syscall(
                 libc::SYS_io_uring_register,
                 self.ring_fd(),
-                IORING_REGISTER_PBUF_STATUS,
+                REGISTER_PBUF_STATUS,
                 std::ptr::addr_of_mut!(status),
                 1,
             )

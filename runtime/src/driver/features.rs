@@ -8,8 +8,7 @@
 
 use std::fmt;
 
-use io_uring::{opcode, IoUring, Probe};
-
+use super::kernel::Profile;
 use super::{Backend, RingFlags};
 
 /// One bit per feature, in [`Features::asked`] and [`RingConfig::asked`].
@@ -65,6 +64,8 @@ pub(crate) struct RingConfig {
     pub(crate) backend: Backend,
     /// Who asked for it, when not `Auto` (the builder or `RUNTIME_BACKEND`).
     pub(crate) backend_why: &'static str,
+    /// The kernel release to behave as (`RUNTIME_KERNEL`, `Builder::kernel_profile`).
+    pub(crate) profile: Option<Profile>,
 }
 
 impl RingConfig {
@@ -78,6 +79,7 @@ impl RingConfig {
             fixed_files: None,
             backend: Backend::Auto,
             backend_why: "",
+            profile: None,
         }
     }
 
@@ -94,7 +96,9 @@ impl RingConfig {
 /// for by default) and this kernel has it. Its `Display` names what was granted and, for
 /// each feature that is off, whether the builder switched it off or the kernel lacked it:
 /// `backend: io_uring (...); granted: registered_ring_fd|no_sqarray; off: min_timeout
-/// (builder), recv_bundle (kernel); recv buffers 1024x16384`. On the readiness backend
+/// (builder), recv_bundle (kernel); recv buffers 1024x16384`. Under a kernel profile, a
+/// feature its release lacks is off for that reason: `recv_bundle (RUNTIME_KERNEL=6.1)`
+/// (see [`Builder::kernel_profile`](crate::Builder::kernel_profile)). On the readiness backend
 /// every feature is off, for that reason: `off: registered_ring_fd (epoll backend), ...`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Features {
@@ -167,13 +171,16 @@ pub struct Features {
     /// The features the builder asked for ([`bit`]s): an off feature the builder asked for
     /// is off because of the kernel.
     asked: u16,
+    /// The kernel profile the ring was limited to.
+    pub(crate) profile: Option<Profile>,
 }
 
 impl Features {
     /// Features of a ring built from `config`, granting `granted` ([`bit`]s, already
     /// limited to those asked for).
     pub(crate) fn new(config: &RingConfig, granted: u16) -> Features {
-        let granted = granted & config.asked;
+        let lacks = config.profile.map_or(0, |p| p.lacks());
+        let granted = granted & config.asked & !lacks;
         let on = |b: u16| granted & b != 0;
         Features {
             backend: Backend::IoUring,
@@ -194,6 +201,7 @@ impl Features {
             recv_ring_buf_len: config.recv_ring_buf_len,
             fixed_files: 0,
             asked: config.asked,
+            profile: config.profile,
         }
     }
 
@@ -206,6 +214,13 @@ impl Features {
             backend_reason: why,
             ..Features::new(config, bit::BUF_RING | bit::RECV_MULTISHOT)
         }
+    }
+
+    /// The kernel profile this core behaves as (`RUNTIME_KERNEL=6.1`, or
+    /// `Builder::kernel_profile("6.1")`), if any: see
+    /// [`Builder::kernel_profile`](crate::Builder::kernel_profile).
+    pub fn kernel_profile(&self) -> Option<&'static str> {
+        self.profile.map(|p| p.why)
     }
 
     /// Each feature's name, bit and state, in `Display` order.
@@ -252,10 +267,13 @@ impl fmt::Display for Features {
         write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
         let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
+            let lacked = self.profile.filter(|p| p.lacks() & b != 0);
             let why = if self.asked & b == 0 {
                 "builder"
             } else if self.backend == Backend::Epoll {
                 "epoll backend"
+            } else if let Some(p) = lacked {
+                p.why
             } else {
                 "kernel"
             };
@@ -291,174 +309,9 @@ pub(crate) fn write_list<T: fmt::Display>(
     Ok(())
 }
 
-/// The largest direct-descriptor table registered at setup.
-const MAX_DIRECT_DESCRIPTORS: u32 = 65536;
-
-/// Probes `ring` (set up with the granted `flags`, from `config`) for the features
-/// `config` asks for, and registers what they need: the sparse fixed-file table for direct
-/// descriptors. `probe` is the ring's opcode probe, `None` if the kernel has none;
-/// `registered_ring_fd` says whether the driver registered the ring's fd.
-pub(crate) fn probe(
-    ring: &IoUring,
-    config: &RingConfig,
-    flags: RingFlags,
-    probe: Option<&Probe>,
-    registered_ring_fd: bool,
-) -> Features {
-    let supported = |code: u8| probe.is_some_and(|p| p.is_supported(code));
-    let params = ring.params();
-    let mut granted = 0;
-    let mut grant = |b: u16, on: bool| {
-        if on && config.asks(b) {
-            granted |= b;
-        }
-    };
-    grant(bit::REGISTERED_RING_FD, registered_ring_fd);
-    grant(bit::NO_SQARRAY, flags.no_sqarray);
-    grant(bit::MIN_TIMEOUT, params.is_feature_min_timeout());
-    let buf_ring = config.asks(bit::BUF_RING) && buf_ring_works(ring, 0);
-    grant(bit::BUF_RING, buf_ring);
-    // IORING_RECV_MULTISHOT came in 6.0 with no feature flag of its own; IORING_OP_SEND_ZC
-    // came in the same release and the probe sees it.
-    let multishot = buf_ring && supported(opcode::SendZc::CODE);
-    grant(bit::RECV_MULTISHOT, multishot);
-    grant(
-        bit::RECV_INCREMENTAL,
-        buf_ring
-            && config.asks(bit::RECV_INCREMENTAL)
-            && kernel_at_least(6, 16)
-            && buf_ring_works(ring, IOU_PBUF_RING_INC),
-    );
-    grant(
-        bit::RECV_BUNDLE,
-        buf_ring && params.is_feature_recvsend_bundle(),
-    );
-    let slots = config.fixed_files.unwrap_or_else(direct_descriptor_slots);
-    let direct = config.asks(bit::DIRECT_DESCRIPTORS)
-        && slots > 0
-        && ring.submitter().register_files_sparse(slots).is_ok();
-    grant(bit::DIRECT_DESCRIPTORS, direct);
-    grant(
-        bit::FIXED_FD_INSTALL,
-        supported(opcode::FixedFdInstall::CODE),
-    );
-    let mut features = Features::new(config, granted);
-    if features.direct_descriptors {
-        features.fixed_files = slots;
-    }
-    features
-}
-
-/// How many direct descriptors the table has room for by default: the process's
-/// `RLIMIT_NOFILE` soft limit (the kernel refuses a larger table), at most
-/// [`MAX_DIRECT_DESCRIPTORS`].
-fn direct_descriptor_slots() -> u32 {
-    nofile_soft_limit().min(u64::from(MAX_DIRECT_DESCRIPTORS)) as u32
-}
-
-/// The process's `RLIMIT_NOFILE` soft limit (1024 if it cannot be read).
-pub(crate) fn nofile_soft_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only the `rlimit` it is given, which lives across the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 1024;
-    }
-    // `rlim_t` is narrower than `u64` on some 32-bit targets.
-    #[allow(clippy::unnecessary_cast)]
-    let soft = lim.rlim_cur as u64;
-    soft
-}
-
-/// `IOU_PBUF_RING_INC` (Linux 6.12).
-const IOU_PBUF_RING_INC: u16 = 2;
-
-/// Whether the running kernel's release (`uname -r`) is at least `major.minor`.
-fn kernel_at_least(major: u32, minor: u32) -> bool {
-    // SAFETY: `utsname` is plain bytes; uname(2) fills the one it is given.
-    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `uts` is a valid, writable `utsname` for the call.
-    if unsafe { libc::uname(&mut uts) } != 0 {
-        return false;
-    }
-    let release: String = uts
-        .release
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8 as char)
-        .collect();
-    release_at_least(&release, major, minor)
-}
-
-/// Whether a kernel release string (`6.18.0-foo`) is at least `major.minor`.
-fn release_at_least(release: &str, major: u32, minor: u32) -> bool {
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(a), Some(b)) => (a, b) >= (major, minor),
-        _ => false,
-    }
-}
-
-/// Whether the kernel takes a provided-buffer ring with `flags`: registers a one-entry ring
-/// under a group id nothing else on this (new) ring uses yet, and unregisters it.
-fn buf_ring_works(ring: &IoUring, flags: u16) -> bool {
-    /// Group id of the probe's ring, unregistered before any other ring is registered.
-    const PROBE_BGID: u16 = u16::MAX;
-    // One page: the kernel wants the ring page-aligned, and a `struct io_uring_buf` (16
-    // bytes) per entry.
-    let len = 4096;
-    // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if addr == libc::MAP_FAILED {
-        return false;
-    }
-    // SAFETY: `addr` is a page-aligned, zeroed mapping of at least one `io_uring_buf`,
-    // which stays mapped until after the ring is unregistered below (or was never
-    // registered).
-    let registered = unsafe {
-        ring.submitter()
-            .register_buf_ring_with_flags(addr as u64, 1, PROBE_BGID, flags)
-            .is_ok()
-    };
-    let ok = registered && ring.submitter().unregister_buf_ring(PROBE_BGID).is_ok();
-    if registered && !ok {
-        // Still registered: the kernel may read the ring, so it stays mapped (one page,
-        // leaked once).
-        return false;
-    }
-    // SAFETY: the mapping made above; the kernel no longer uses it (unregistered, or
-    // never registered).
-    unsafe { libc::munmap(addr, len) };
-    ok
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kernel_releases_compare_by_major_and_minor() {
-        assert!(release_at_least("6.18.0-1-amd64", 6, 16));
-        assert!(release_at_least("6.16", 6, 16));
-        assert!(release_at_least("7.0.1", 6, 16));
-        assert!(!release_at_least("6.15.9", 6, 16));
-        assert!(!release_at_least("5.19.0", 6, 16));
-        assert!(!release_at_least("", 6, 16));
-        assert!(!release_at_least("garbage", 6, 16));
-    }
 
     #[test]
     fn display_names_granted_and_why_the_rest_is_off() {

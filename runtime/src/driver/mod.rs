@@ -23,7 +23,9 @@ mod enter;
 pub(crate) mod features;
 mod fixed;
 mod home;
+pub(crate) mod kernel;
 pub(crate) mod op;
+pub(crate) mod probe;
 pub(crate) mod readiness;
 mod setup;
 mod shutdown;
@@ -198,14 +200,21 @@ impl Driver {
     /// ring. See [`Driver::new`] for the choice of backend.
     fn new_uring(config: &RingConfig, wake_fd: RawFd) -> io::Result<Driver> {
         use std::os::fd::AsRawFd;
-        let (ring, flags) = setup::build_ring(config.flags)?;
-        let sq = sq::Sq::new(&ring)?;
+        // A kernel profile asks only for the flags its release has.
+        let want = config
+            .profile
+            .map_or(config.flags, |p| p.limit_flags(config.flags));
+        let (ring, flags) = setup::build_ring(want)?;
+        let mut sq = sq::Sq::new(&ring)?;
+        if let Some(profile) = config.profile {
+            sq.set_gate(profile.gate(wake_fd));
+        }
         let mut probe = io_uring::Probe::new();
         let probed = ring.submitter().register_probe(&mut probe).is_ok();
-        setup::check_required_ops(probed.then_some(&probe))?;
+        let ops = kernel::OpProbe::new(probed.then_some(probe), config.profile);
+        setup::check_required_ops(&ops)?;
         let ring_params_skip_success = ring.params().is_feature_skip_cqe_on_success();
-        let msg_ring_ok =
-            ring_params_skip_success && probed && probe.is_supported(opcode::MsgRingData::CODE);
+        let msg_ring_ok = ring_params_skip_success && ops.supports(opcode::MsgRingData::CODE);
         // Registered last: nothing after it fails, so the registration is always undone by
         // the driver's drop.
         let registered = if config.asks(feature_bit::REGISTERED_RING_FD) {
@@ -213,13 +222,7 @@ impl Driver {
         } else {
             None
         };
-        let features = features::probe(
-            &ring,
-            config,
-            flags,
-            probed.then_some(&probe),
-            registered.is_some(),
-        );
+        let features = probe::probe(&ring, config, flags, &ops, registered.is_some());
         let (enter_fd, enter_flags) = match registered {
             Some(index) => (index as RawFd, enter::IORING_ENTER_REGISTERED_RING),
             None => (ring.as_raw_fd(), 0),

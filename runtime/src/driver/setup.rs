@@ -152,15 +152,16 @@ const REQUIRED_OPS: [(u8, &str); 14] = [
 ];
 
 /// `Unsupported` naming the first op of [`REQUIRED_OPS`] that `probe` (the ring's opcode
-/// probe, `None` where the kernel has none) lacks.
-pub(crate) fn check_required_ops(probe: Option<&io_uring::Probe>) -> io::Result<()> {
-    let Some(probe) = probe else {
+/// probe, which may be missing: before 5.6) lacks.
+pub(crate) fn check_required_ops(probe: &super::kernel::OpProbe) -> io::Result<()> {
+    if !probe.present() {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            "io_uring on this kernel has no opcode probe (Linux 5.6); the runtime needs              Linux 5.19 or newer",
+            "io_uring on this kernel has no opcode probe (Linux 5.6); the runtime needs \
+             Linux 5.19 or newer",
         ));
-    };
-    match REQUIRED_OPS.iter().find(|(code, _)| !probe.is_supported(*code)) {
+    }
+    match REQUIRED_OPS.iter().find(|(code, _)| !probe.supports(*code)) {
         Some((_, name)) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!("io_uring on this kernel lacks IORING_OP_{name}; the runtime needs Linux 5.19 or newer"),

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use io_uring::{squeue, IoUring};
 
+use super::kernel::Gate;
+
 /// `struct io_sqring_offsets` (include/uapi/linux/io_uring.h).
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -138,6 +140,8 @@ pub(crate) struct Sq {
     entries: u32,
     /// Whether this is a local SQ (see [`Sq::take_local`]).
     local: bool,
+    /// A kernel profile's gate, applied to every SQE pushed (see [`super::kernel`]).
+    gate: Option<Gate>,
     _backing: Backing,
 }
 
@@ -181,6 +185,7 @@ impl Sq {
             mask,
             entries: p.sq_entries,
             local: false,
+            gate: None,
             _backing: Backing::Mapped(ring_map, sqes_map),
         })
     }
@@ -203,6 +208,7 @@ impl Sq {
             mask: entries - 1,
             entries,
             local: true,
+            gate: None,
             _backing: Backing::Local(words, sqes),
         }
     }
@@ -231,6 +237,11 @@ impl Sq {
         }
     }
 
+    /// Makes every SQE pushed from now on pass `gate`: a kernel profile's refusals.
+    pub(crate) fn set_gate(&mut self, gate: Gate) {
+        self.gate = Some(gate);
+    }
+
     /// Whether the SQ has no free slot.
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
@@ -252,6 +263,10 @@ impl Sq {
     /// valid until its final CQE (the driver's contract for every SQE).
     #[inline(always)]
     pub(crate) unsafe fn push(&mut self, sqe: squeue::Entry) {
+        let sqe = match &self.gate {
+            None => sqe,
+            Some(gate) => gate.filter(sqe),
+        };
         // SAFETY: the tail is ours to move (module invariant); the slot `tail & mask` is
         // inside the SQE mapping and free (not full: the kernel has consumed it), so the
         // kernel does not read it until the tail published below covers it.
