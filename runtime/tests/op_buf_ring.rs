@@ -1,5 +1,9 @@
 //! Provided buffer rings: the kernel picks buffers for a multishot receive, each goes back
 //! to the ring when its `RingBuf` drops, and `ENOBUFS` once the ring runs dry.
+//!
+//! The multishot read is `IORING_OP_READ_MULTISHOT` of a pipe (Linux 6.7); on an older
+//! kernel (or kernel profile, `RUNTIME_KERNEL`) a multishot `RECV` of a stream socketpair
+//! (6.0); before 6.0 there is none, and the test asserts that the op answers `EINVAL`.
 
 mod common;
 
@@ -25,11 +29,44 @@ impl Release for ReadMulti {
 }
 
 fn read_multi(fd: &OwnedFd, ring: &BufRing) -> MultiOp<ReadMulti> {
-    let sqe = opcode::ReadMulti::new(types::Fd(fd.as_raw_fd()), 0, ring.bgid()).build();
+    let fd = types::Fd(fd.as_raw_fd());
+    let sqe = if common::kernel_version() >= (6, 7) {
+        opcode::ReadMulti::new(fd, 0, ring.bgid()).build()
+    } else {
+        opcode::RecvMulti::new(fd, ring.bgid()).build()
+    };
     let data = ReadMulti { ring: ring.clone() };
     // SAFETY: the SQE points at no memory of ours; the kernel picks from `ring`, which the
     // op's data keeps alive.
     unsafe { MultiOp::new_releasing(data, sqe) }
+}
+
+/// What the multishot read reads: a pipe (READ_MULTISHOT) or a stream socketpair (RECV).
+fn pipe() -> (OwnedFd, OwnedFd) {
+    if common::kernel_version() >= (6, 7) {
+        return common::pipe();
+    }
+    let (r, w) = std::os::unix::net::UnixStream::pair().unwrap();
+    (r.into(), w.into())
+}
+
+/// Before Linux 6.0 no multishot read exists: checks that the op answers `EINVAL` (as the
+/// kernel answers a flag it does not know) and returns true.
+fn no_multishot(rt: &Runtime) -> bool {
+    if common::kernel_version() >= (6, 0) {
+        return false;
+    }
+    let (r, _w) = pipe();
+    rt.block_on(async {
+        let ring = BufRing::new(2, 16).unwrap();
+        let mut op = read_multi(&r, &ring);
+        let cqe = next(&mut op).await.expect("one CQE");
+        let err = cqe.result.as_ref().expect_err("no multishot before 6.0");
+        assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{cqe:?}");
+        assert!(!cqe.more() && next(&mut op).await.is_none(), "{cqe:?}");
+    });
+    eprintln!("checked a kernel without multishot reads: the op answers EINVAL");
+    true
 }
 
 async fn next(op: &mut MultiOp<ReadMulti>) -> Option<Cqe> {
@@ -45,7 +82,10 @@ fn write_all(fd: &OwnedFd, data: &[u8]) {
 #[test]
 fn kernel_fills_ring_buffers_and_they_come_back() {
     let rt = Runtime::new().unwrap();
-    let (r, w) = common::pipe();
+    if no_multishot(&rt) {
+        return;
+    }
+    let (r, w) = pipe();
     rt.block_on(async {
         let ring = BufRing::new(4, 64).unwrap();
         let mut op = read_multi(&r, &ring);
@@ -67,7 +107,10 @@ fn kernel_fills_ring_buffers_and_they_come_back() {
 #[test]
 fn empty_ring_ends_the_multishot_with_enobufs() {
     let rt = Runtime::new().unwrap();
-    let (r, w) = common::pipe();
+    if no_multishot(&rt) {
+        return;
+    }
+    let (r, w) = pipe();
     rt.block_on(async {
         let ring = BufRing::new(2, 16).unwrap();
         let mut op = read_multi(&r, &ring);
@@ -102,7 +145,10 @@ fn empty_ring_ends_the_multishot_with_enobufs() {
 #[test]
 fn buffers_of_cqes_nobody_saw_go_back_to_the_ring() {
     let rt = Runtime::new().unwrap();
-    let (r, w) = common::pipe();
+    if no_multishot(&rt) {
+        return;
+    }
+    let (r, w) = pipe();
     rt.block_on(async {
         let ring = BufRing::new(4, 16).unwrap();
         let mut op = read_multi(&r, &ring);
@@ -131,7 +177,10 @@ fn buffers_of_cqes_nobody_saw_go_back_to_the_ring() {
 #[test]
 fn dropping_the_op_mid_stream_is_safe() {
     let rt = Runtime::new().unwrap();
-    let (r, w) = common::pipe();
+    if no_multishot(&rt) {
+        return;
+    }
+    let (r, w) = pipe();
     rt.block_on(async {
         let ring = BufRing::new(8, 32).unwrap();
         let mut op = read_multi(&r, &ring);

@@ -353,11 +353,32 @@ impl File {
     }
 
     /// Sets the file's length, cutting it or extending it with a hole
-    /// (`IORING_OP_FTRUNCATE`, Linux 6.9).
+    /// (`IORING_OP_FTRUNCATE`, Linux 6.9; before 6.9, `ftruncate(2)` on the blocking pool).
     pub async fn set_len(&self, len: u64) -> io::Result<()> {
         check_pos(len)?;
         self.settle(Access::Changes).await?;
-        ops::ftruncate(&self.fd, len).await
+        let code = io_uring::opcode::Ftruncate::CODE;
+        if runtime::features().is_none_or(|f| f.supports_op(code)) {
+            return ops::ftruncate(&self.fd, len).await;
+        }
+        // SAFETY: `F_DUPFD_CLOEXEC` on an fd this file keeps open; it touches no memory of
+        // ours.
+        let raw = unsafe { libc::fcntl(self.fd.raw(), libc::F_DUPFD_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a new fd that nothing else owns.
+        let dup = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        crate::path_ops::blocking("set_len".into(), move || {
+            use std::os::fd::AsRawFd;
+            // SAFETY: ftruncate(2) on an fd the closure owns; it touches no memory.
+            let r = unsafe { libc::ftruncate(dup.as_raw_fd(), len as libc::off_t) };
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// The file's metadata (`statx(2)` on the fd, with `AT_EMPTY_PATH`).

@@ -93,6 +93,8 @@ pub(crate) struct RingRead {
     op: Option<MultiOp<RecvMulti>>,
     /// The op in flight was armed with a byte limit.
     limited: bool,
+    /// Whether receives are multishot (see `ops::recv_multi_limited`).
+    multishot: bool,
     /// The last receive ended with `ENOBUFS`: re-arm once the ring's return count moves
     /// past this.
     starved: Option<u64>,
@@ -287,6 +289,8 @@ impl RingRead {
             more: VecDeque::new(),
             // Bundles on the core's ring only: a caller's ring gets one buffer per receive.
             bundle: core && runtime::features().is_some_and(|f| f.recv_bundle),
+            // Before 6.0 (or switched off), single-shot receives from the ring.
+            multishot: runtime::features().is_none_or(|f| f.recv_multishot),
             op: None,
             limited: false,
             starved: None,
@@ -340,8 +344,10 @@ impl RingRead {
                     } else {
                         u32::from(BACKLOG).saturating_mul(self.ring.buf_len())
                     };
+                    let limit = if self.multishot { limit } else { 0 };
                     self.limited = limit != 0;
-                    let op = ops::recv_multi_limited(fd, &self.ring, limit, self.bundle);
+                    let op =
+                        ops::recv_multi_limited(fd, &self.ring, limit, self.bundle, self.multishot);
                     self.op.insert(op.with_backlog(BACKLOG))
                 }
             };

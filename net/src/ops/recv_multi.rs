@@ -29,14 +29,24 @@ const IORING_RECVSEND_BUNDLE: u16 = 1 << 4;
 /// `F_MORE`, after the data) once `limit` bytes were received in all (`sqe->optlen`, Linux
 /// 6.17; 0: no limit; an older kernel refuses a limit with `EINVAL`). With `bundle`, one CQE
 /// may cover several buffers (`IORING_RECVSEND_BUNDLE`; take them with
-/// [`BufRing::take_bundle`]).
+/// [`BufRing::take_bundle`]). Without `multishot` (a kernel before 6.0), one receive into
+/// one buffer of `ring` (`IOSQE_BUFFER_SELECT`, Linux 5.7), ended by its one CQE: the
+/// caller re-arms it as it re-arms a stopped multishot receive.
 pub(crate) fn recv_multi_limited(
     fd: &SharedFd,
     ring: &BufRing,
     limit: u32,
     bundle: bool,
+    multishot: bool,
 ) -> MultiOp<RecvMulti> {
-    let sqe = runtime::ext::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build());
+    let sqe = if multishot {
+        runtime::ext::fd_sqe!(fd, |t| opcode::RecvMulti::new(t, ring.bgid()).build())
+    } else {
+        runtime::ext::fd_sqe!(fd, |t| opcode::Recv::new(t, std::ptr::null_mut(), 0)
+            .buf_group(ring.bgid())
+            .build()
+            .flags(io_uring::squeue::Flags::BUFFER_SELECT))
+    };
     let sqe = if limit == 0 {
         sqe
     } else {
@@ -53,6 +63,7 @@ pub(crate) fn recv_multi_limited(
     };
     // SAFETY: the SQE points at no memory of ours (the kernel picks from the registered
     // ring, which the data keeps alive until the final CQE); RECV with the multishot flag is
-    // a multishot opcode.
+    // a multishot opcode, and a single-shot one posts one CQE, without `F_MORE`: the end of
+    // the op, as for a multishot op that stopped.
     unsafe { MultiOp::new_releasing(data, sqe) }.with_buf_ring(ring)
 }

@@ -112,7 +112,8 @@ impl StreamSocket<Tcp> {
     /// (`IORING_OP_SEND_ZC`, Linux 6.0); the buffer comes back when the kernel is done with
     /// it. Pays for large buffers on real NICs; on loopback the kernel copies anyway (see
     /// the README's figures). The count may be short. (TCP only: the kernel has no
-    /// zero-copy send for Unix sockets, `EOPNOTSUPP`.)
+    /// zero-copy send for Unix sockets, `EOPNOTSUPP`.) Before Linux 6.0, and on the epoll
+    /// backend, a plain send.
     pub async fn send_zc<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         send_zc(&self.fd, &self.write, buf).await
     }
@@ -189,6 +190,11 @@ impl OwnedWriteHalf<Tcp> {
 async fn send_zc<B: IoBuf>(fd: &SharedFd, write: &WriteState, buf: B) -> (io::Result<usize>, B) {
     if buf.bytes_init() == 0 {
         return (Ok(0), buf);
+    }
+    // Before Linux 6.0 (no IORING_OP_SEND_ZC): a plain send, as on the epoll backend.
+    let code = io_uring::opcode::SendZc::CODE;
+    if runtime::features().is_some_and(|f| !f.supports_op(code)) {
+        return ordered::after_drain(fd, write, buf, |b| ops::send(fd, b)).await;
     }
     ordered::after_drain(fd, write, buf, |b| ops::send_zc(fd, b)).await
 }

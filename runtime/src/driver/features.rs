@@ -173,6 +173,8 @@ pub struct Features {
     asked: u16,
     /// The kernel profile the ring was limited to.
     pub(crate) profile: Option<Profile>,
+    /// The opcodes the ring takes, a bit each (see [`Features::supports_op`]).
+    pub(crate) ops: [u64; 4],
 }
 
 impl Features {
@@ -202,6 +204,7 @@ impl Features {
             fixed_files: 0,
             asked: config.asked,
             profile: config.profile,
+            ops: [u64::MAX; 4],
         }
     }
 
@@ -209,10 +212,16 @@ impl Features {
     /// rings and multishot receives (which it carries out itself, so the default read path
     /// is the same), every other io_uring feature off.
     pub(crate) fn readiness(config: &RingConfig, why: &'static str) -> Features {
+        // A kernel profile limits the ring, not this backend; it is still reported.
+        let unprofiled = RingConfig {
+            profile: None,
+            ..*config
+        };
         Features {
             backend: Backend::Epoll,
             backend_reason: why,
-            ..Features::new(config, bit::BUF_RING | bit::RECV_MULTISHOT)
+            profile: config.profile,
+            ..Features::new(&unprofiled, bit::BUF_RING | bit::RECV_MULTISHOT)
         }
     }
 
@@ -221,6 +230,24 @@ impl Features {
     /// [`Builder::kernel_profile`](crate::Builder::kernel_profile).
     pub fn kernel_profile(&self) -> Option<&'static str> {
         self.profile.map(|p| p.why)
+    }
+
+    /// Whether this core takes opcode `code` (an `io_uring::opcode::*::CODE`): the kernel's
+    /// opcode probe, less what a kernel profile's release lacks; every opcode on the epoll
+    /// backend, which carries out (or refuses) each itself. An op the ring lacks answers
+    /// `EINVAL`; crates with a fallback (a blocking-pool call, a plain send) check this
+    /// first:
+    ///
+    /// ```
+    /// use runtime::ext::io_uring::opcode;
+    ///
+    /// let rt = runtime::Builder::new().kernel_profile("6.8").build()?;
+    /// assert!(rt.features().supports_op(opcode::Read::CODE));
+    /// assert!(!rt.features().supports_op(opcode::Ftruncate::CODE) || rt.features().backend == runtime::Backend::Epoll);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn supports_op(&self, code: u8) -> bool {
+        self.ops[usize::from(code / 64)] & (1 << (code % 64)) != 0
     }
 
     /// Each feature's name, bit and state, in `Display` order.

@@ -63,6 +63,10 @@ pub(crate) fn probe(
         supported(opcode::FixedFdInstall::CODE),
     );
     let mut features = Features::new(config, granted);
+    features.ops = [0; 4];
+    for code in (0..=u8::MAX).filter(|&c| probe.supports(c)) {
+        features.ops[usize::from(code / 64)] |= 1 << (code % 64);
+    }
     if features.direct_descriptors {
         features.fixed_files = slots;
     }

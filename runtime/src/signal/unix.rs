@@ -182,15 +182,36 @@ impl Signal {
 /// The data of a read of a signal's eventfd: the 8-byte counter the kernel writes into.
 /// The eventfd is static and never closed, so the op names it by number and holds no fd
 /// (and a [`Signal`] stays `Send`).
+///
+/// A read dropped in flight may still complete (its cancel can lose the race: without
+/// `DEFER_TASKRUN`, before Linux 6.1, the kernel runs the read's retry as task work at the
+/// start of the very `io_uring_enter(2)` that submits the cancel). The deliveries it took
+/// are then posted again when its data is freed, so the next listener sees them: dropping
+/// a listener loses none.
 struct CounterRead {
-    _counter: Box<u64>,
+    fd: RawFd,
+    counter: Box<u64>,
 }
 
 impl Completable for CounterRead {
     type Output = io::Result<usize>;
 
-    fn complete(self, cqe: Cqe) -> io::Result<usize> {
+    fn complete(mut self, cqe: Cqe) -> io::Result<usize> {
+        // Delivered to its listener: nothing to post again.
+        *self.counter = 0;
         cqe.result.map(|n| n as usize)
+    }
+}
+
+impl Drop for CounterRead {
+    fn drop(&mut self) {
+        // The op's data is freed only after its final CQE, so the kernel is done with the
+        // counter: non-zero, a dropped read took deliveries; they go back to the eventfd.
+        let taken: u64 = *self.counter;
+        if taken != 0 {
+            // SAFETY: writes 8 bytes from a live local to the static eventfd.
+            unsafe { libc::write(self.fd, std::ptr::from_ref(&taken).cast(), 8) };
+        }
     }
 }
 
@@ -203,5 +224,5 @@ fn read_counter(fd: RawFd) -> Op<CounterRead> {
         .build();
     // SAFETY: the SQE points only at the boxed counter (8 bytes), which the data owns; a
     // Box's heap block does not move when the Box does.
-    unsafe { Op::new(CounterRead { _counter: counter }, sqe) }
+    unsafe { Op::new(CounterRead { fd, counter }, sqe) }
 }
