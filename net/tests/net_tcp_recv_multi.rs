@@ -83,10 +83,17 @@ fn a_starved_ring_rearms_once_buffers_come_back() {
         }
         assert_eq!(got.len(), 64 * 64);
         assert!(got.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8));
-        assert!(
-            chunks.times_starved() > 0,
-            "the ring never ran dry: the test proves nothing"
-        );
+        if runtime::features().unwrap().recv_multishot {
+            assert!(
+                chunks.times_starved() > 0,
+                "the ring never ran dry: the test proves nothing"
+            );
+        } else {
+            // Before Linux 6.0 the stream receives single-shot (documented on
+            // `recv_multi_limited`): one receive armed while the reader polls, none while
+            // it holds the ring's buffers, so the kernel never finds it empty.
+            assert_eq!(chunks.times_starved(), 0);
+        }
         drop(chunks);
         drop(stream);
         client.join().unwrap();

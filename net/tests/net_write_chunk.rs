@@ -198,9 +198,12 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
         }
         runtime::time::sleep(Duration::from_millis(150)).await;
         // Every reply went out and the connections wait for more: no chunk is held.
-        match runtime::buf::core_ring() {
-            Some(ring) => assert_eq!(ring.outstanding(), 0, "a sent chunk is still held"),
-            None => assert!(!ring_on, "the ring path is on, but the core has no ring"),
+        // Before Linux 6.0 (no multishot receive), or with it switched off, there is no
+        // core ring: the chunks are the caller's buffers, and nothing is held by a ring.
+        let ring = runtime::buf::core_ring();
+        assert_eq!(ring.is_some(), ring_on, "{:?}", runtime::features());
+        if let Some(ring) = &ring {
+            assert_eq!(ring.outstanding(), 0, "a sent chunk is still held");
         }
         timeout(LIMIT, async {
             for s in servers {

@@ -22,10 +22,17 @@ fn chain_of_nops_completes_every_op() {
         delta.sqes_submitted >= 100,
         "all 100 SQEs pushed: {delta:?}"
     );
-    assert!(
-        delta.enters <= 3,
-        "a chain goes to the kernel in one submission: {delta:?}"
-    );
+    if rt.features().min_timeout || !rt.flags().defer_taskrun {
+        assert!(
+            delta.enters <= 3,
+            "a chain goes to the kernel in one submission: {delta:?}"
+        );
+    } else {
+        // DEFER_TASKRUN without a min-timeout wait (6.1 to 6.11): the kernel runs each
+        // link's successor as task work at the next enter, so the wait takes one link at a
+        // time; every op still completes, one enter each at most.
+        assert!(delta.enters <= 101, "{delta:?}");
+    }
 }
 
 #[test]
