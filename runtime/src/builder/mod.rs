@@ -1,5 +1,6 @@
 //! [`Builder`]: the backend, the ring's flags and features, the read path's ring, the
-//! cores and their CPUs, the blocking pool, `RUNTIME_DISABLE` and `RUNTIME_BACKEND`;
+//! cores and their CPUs, the blocking pool, `RUNTIME_DISABLE`, `RUNTIME_BACKEND` and
+//! `RUNTIME_KERNEL`;
 //! [`Builder::build`] (build.rs) starts the cores.
 
 mod build;
