@@ -354,6 +354,9 @@ const REFUSED: u8 = u8::MAX;
 
 impl Gate {
     /// `sqe` as this release would take it: unchanged, or made to fail as it would fail.
+    /// Cold: only a runtime under a kernel profile calls it.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn filter(&self, sqe: squeue::Entry) -> squeue::Entry {
         const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
         // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes (checked above) of
