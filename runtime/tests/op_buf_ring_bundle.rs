@@ -78,6 +78,18 @@ fn write_all(fd: &OwnedFd, data: &[u8]) {
 fn a_bundle_taken_after_other_buffers_came_back_holds_its_own_bytes() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
+        // Before Linux 6.0 (RUNTIME_KERNEL=5.19) there is no multishot receive to bundle:
+        // the kernel refuses the op.
+        let multishot = runtime::features().is_some_and(|f| f.recv_multishot);
+        if !runtime::ext::testing::require("recv_multishot", multishot) {
+            let ring = BufRing::new(4, 64).unwrap();
+            let (a, _peer) = pair();
+            let mut op = recv_multi(&a, &ring, false);
+            let cqe = next(&mut op).await;
+            let err = cqe.result.expect_err("no multishot receive before 6.0");
+            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+            return;
+        }
         // Without bundles (the kernel, RUNTIME_DISABLE or the epoll backend), the same
         // receives without the flag: one buffer per CQE, every byte delivered.
         let bundle = runtime::ext::testing::require(
