@@ -69,3 +69,26 @@ pub fn tracked_read(fd: &OwnedFd, token: Rc<()>) -> Op<TrackedRead> {
         )
     }
 }
+
+/// Every basic kind of op on the current core, each checked: a nop, a chain of four linked
+/// nops, a pipe written and read through the ring, a sleep, and a timeout that fires.
+pub async fn basic_ops() {
+    use runtime::ext::{raw, Link, SharedFd};
+    raw::nop().await.expect("nop");
+    let outs = Link::new((0..4).map(|_| raw::nop()))
+        .await
+        .expect("linked nops");
+    assert_eq!(outs.len(), 4);
+    let (r, w) = pipe();
+    let (r, w) = (SharedFd::new(r), SharedFd::new(w));
+    let (n, _) = raw::write(&w, b"ping".to_vec(), u64::MAX).await;
+    assert_eq!(n.expect("pipe write"), 4);
+    let (n, buf) = raw::read(&r, vec![0u8; 16], u64::MAX).await;
+    assert_eq!(&buf[..n.expect("pipe read")], b"ping");
+    runtime::time::sleep(std::time::Duration::from_millis(2)).await;
+    let t = runtime::time::timeout(
+        std::time::Duration::from_millis(5),
+        std::future::pending::<()>(),
+    );
+    assert!(t.await.is_err(), "the timeout fires");
+}

@@ -7,8 +7,7 @@ mod common;
 use std::io;
 use std::time::Duration;
 
-use common::{kernel_version, pipe};
-use runtime::ext::{raw, Link, SharedFd};
+use common::kernel_version;
 use runtime::{Backend, Builder, Features};
 
 /// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
@@ -89,21 +88,9 @@ fn exercise(builder: Builder) -> (runtime::Runtime, Vec<Features>) {
     let rt = builder.cores(2).build().expect("build");
     let seen = rt.block_on(async {
         let here = runtime::features().expect("inside a runtime");
-        runtime::ext::raw::nop().await.expect("nop");
-        // A chain: the wait for it asks for a batch (a min-timeout wait where granted).
-        let outs = Link::new((0..4).map(|_| runtime::ext::raw::nop()))
-            .await
-            .expect("linked nops");
-        assert_eq!(outs.len(), 4);
-        let (r, w) = pipe();
-        let (r, w) = (SharedFd::new(r), SharedFd::new(w));
-        let (n, _) = raw::write(&w, b"ping".to_vec(), u64::MAX).await;
-        assert_eq!(n.expect("pipe write"), 4);
-        let (n, buf) = raw::read(&r, vec![0u8; 16], u64::MAX).await;
-        assert_eq!(&buf[..n.expect("pipe read")], b"ping");
-        runtime::time::sleep(Duration::from_millis(2)).await;
-        let t = runtime::time::timeout(Duration::from_millis(5), std::future::pending::<()>());
-        assert!(t.await.is_err(), "the timeout fires");
+        // A chain among them: the wait for it asks for a batch (a min-timeout wait where
+        // granted).
+        common::basic_ops().await;
         let other = runtime::spawn_on(1, async {
             runtime::ext::raw::nop().await.expect("nop on core 1");
             runtime::time::sleep(Duration::from_millis(1)).await;

@@ -6,11 +6,10 @@
 mod common;
 
 use std::io;
-use std::time::Duration;
 
 use common::pipe;
 use io_uring::{opcode, types};
-use runtime::ext::{raw, Completable, Cqe, Link, Op, SharedFd};
+use runtime::ext::{raw, Completable, Cqe, Op, SharedFd};
 use runtime::{Backend, Builder, Features, RingFlags};
 
 /// What differs between the profiles' releases (the rest is checked in `check`).
@@ -115,20 +114,7 @@ fn check(e: &Expect, flags: RingFlags, f: &Features, why: &str) {
 fn exercise(rt: &runtime::Runtime, e: &Expect) {
     let uring = rt.features().backend == Backend::IoUring;
     rt.block_on(async {
-        raw::nop().await.expect("nop");
-        let outs = Link::new((0..4).map(|_| raw::nop()))
-            .await
-            .expect("linked nops");
-        assert_eq!(outs.len(), 4);
-        let (r, w) = pipe();
-        let (r, w) = (SharedFd::new(r), SharedFd::new(w));
-        let (n, _) = raw::write(&w, b"ping".to_vec(), u64::MAX).await;
-        assert_eq!(n.expect("pipe write"), 4);
-        let (n, buf) = raw::read(&r, vec![0u8; 16], u64::MAX).await;
-        assert_eq!(&buf[..n.expect("pipe read")], b"ping");
-        runtime::time::sleep(Duration::from_millis(1)).await;
-        let t = runtime::time::timeout(Duration::from_millis(2), std::future::pending::<()>());
-        assert!(t.await.is_err(), "the timeout fires");
+        common::basic_ops().await;
         let on = runtime::spawn_on(1, async {
             raw::nop().await.expect("nop on core 1");
             runtime::current_core()
@@ -138,6 +124,8 @@ fn exercise(rt: &runtime::Runtime, e: &Expect) {
         if !uring {
             return;
         }
+        let (r, w) = pipe();
+        let (r, w) = (SharedFd::new(r), SharedFd::new(w));
         let fd = r.raw();
         // A multishot RECV (6.0) of a pipe: not a socket where the flag is known.
         let multi = opcode::RecvMulti::new(types::Fd(fd), 0xfff0).build();
