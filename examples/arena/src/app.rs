@@ -51,7 +51,6 @@ where
     F::Response: IntoResponse,
     F::Future: Send + 'static,
 {
-    let grpc = tonic::service::Routes::new(grpc::server()).into_axum_router();
     Router::new()
         .route("/baseline11", get(handlers::sum).post(handlers::sum_body))
         .route("/baseline2", get(handlers::sum))
@@ -73,8 +72,10 @@ where
         )
         .route("/ws", get(ws::upgrade::<D>))
         .nest_service("/static", files)
+        // Only the service's own paths: tonic's `Routes` would also answer every unknown
+        // path with a gRPC `UNIMPLEMENTED` (HTTP 200) instead of axum's 404.
+        .route_service(grpc::PATHS, grpc::server())
         .with_state(state)
-        .merge(grpc)
         .layer(tower::util::MapResponseLayer::new(|mut res: Response| {
             res.headers_mut()
                 .insert(header::SERVER, HeaderValue::from_static(SERVER));

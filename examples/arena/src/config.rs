@@ -58,37 +58,38 @@ impl Settings {
     }
 }
 
-/// The listeners: HttpArena's ports unless told otherwise; a port of 0 turns one off.
+/// The listeners: HttpArena's ports unless told otherwise; `None` turns one off, port 0
+/// lets the kernel pick.
 #[derive(Debug, Clone, Copy)]
 pub struct Ports {
     /// The address to bind (default `0.0.0.0`, as HttpArena's entries).
     pub host: IpAddr,
     /// HTTP/1.1 and h2c (gRPC), default 8080.
-    pub http: u16,
+    pub http: Option<u16>,
     /// HTTP/1.1 over TLS, default 8081.
-    pub tls_http1: u16,
+    pub tls_http1: Option<u16>,
     /// h2c by prior knowledge only, default 8082.
-    pub h2c: u16,
+    pub h2c: Option<u16>,
     /// TLS with h2 (and http/1.1), default 8443.
-    pub tls_h2: u16,
+    pub tls_h2: Option<u16>,
 }
 
 impl Default for Ports {
     fn default() -> Ports {
         Ports {
             host: IpAddr::from([0, 0, 0, 0]),
-            http: 8080,
-            tls_http1: 8081,
-            h2c: 8082,
-            tls_h2: 8443,
+            http: Some(8080),
+            tls_http1: Some(8081),
+            h2c: Some(8082),
+            tls_h2: Some(8443),
         }
     }
 }
 
 impl Ports {
-    /// `port` on [`host`](Ports::host), or `None` for port 0 (that listener is off).
-    pub fn addr(&self, port: u16) -> Option<SocketAddr> {
-        (port != 0).then_some(SocketAddr::new(self.host, port))
+    /// `port` on [`host`](Ports::host), or `None` when that listener is off.
+    pub fn addr(&self, port: Option<u16>) -> Option<SocketAddr> {
+        port.map(|port| SocketAddr::new(self.host, port))
     }
 }
 
@@ -117,8 +118,8 @@ usage: NAME [--cores N] [--host ADDR] [--port P] [--tls-port P] [--h2c-port P]
   --tls-port P      HTTP/1.1 over TLS (default 8081)
   --h2c-port P      h2c by prior knowledge only (default 8082)
   --h2-port P       TLS with h2 and http/1.1 (default 8443)
-                    (a port of 0 turns that listener off; the TLS ones are off when
-                    TLS_CERT or TLS_KEY cannot be read)
+                    (0 lets the kernel pick a port, `off` turns that listener off; the
+                    TLS ones are off when TLS_CERT or TLS_KEY cannot be read)
   --current-thread  arena-tokio: one current-thread runtime (--cores is then 1)
   -h, --help        this text
 
@@ -147,7 +148,10 @@ impl Cli {
             }
             let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
             let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
-            let port = |v: &str| v.parse::<u16>().map_err(|e| bad(&e));
+            let port = |v: &str| match v {
+                "off" => Ok(None),
+                v => v.parse::<u16>().map(Some).map_err(|e| bad(&e)),
+            };
             match flag.as_str() {
                 "--cores" => {
                     cli.cores = value.parse().map_err(|e| bad(&e))?;
@@ -216,11 +220,13 @@ mod tests {
     #[test]
     fn command_line() {
         let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        let cli = Cli::parse(args("--cores 3 --port 0 --h2-port 9443"))
+        let cli = Cli::parse(args("--cores 3 --port off --h2c-port 0 --h2-port 9443"))
             .unwrap()
             .unwrap();
         assert_eq!(cli.cores, 3);
         assert!(cli.ports.addr(cli.ports.http).is_none());
+        assert_eq!(cli.ports.addr(cli.ports.h2c).unwrap().port(), 0);
+        assert!(Cli::parse(args("--port 70000")).is_err());
         assert_eq!(cli.ports.addr(cli.ports.tls_h2).unwrap().port(), 9443);
         assert!(Cli::parse(args("--cores 0")).is_err());
         assert!(Cli::parse(args("--cores")).is_err());

@@ -15,6 +15,9 @@ pub mod proto {
 use proto::benchmark_service_server::{BenchmarkService, BenchmarkServiceServer};
 use proto::{StreamRequest, SumReply, SumRequest};
 
+/// The route of the service's methods (`/benchmark.BenchmarkService/GetSum`, ...).
+pub const PATHS: &str = "/benchmark.BenchmarkService/{*method}";
+
 /// The most replies one `StreamSum` call sends (HttpArena asks for 5,000).
 pub const MAX_STREAM: i32 = 1_000_000;
 

@@ -8,8 +8,7 @@
 //! - `GET|POST /baseline11?a=&b=` (baseline, limited-conn, api-4/16): `a + b` (+ the body's
 //!   integer on `POST`, Content-Length or chunked), `text/plain`;
 //! - `GET /baseline2?a=&b=` (baseline-h2, baseline-h2c): `a + b`;
-//! - `GET /pipeline` (pipelined): `ok`; HTTP/1.1 pipelined requests are answered in one
-//!   write per batch;
+//! - `GET /pipeline` (pipelined): `ok`;
 //! - `GET /json/{count}?m=` (json, json-comp, json-tls, json-h2c): the first `count` items of
 //!   the dataset with `total = price * quantity * m`, serialized per request, compressed
 //!   by tower-http's `CompressionLayer` when `Accept-Encoding` asks ([`handlers`]);
@@ -49,5 +48,9 @@ pub use app::{router, AppState};
 /// body is refused with `413 Payload Too Large` (before it is read when its
 /// `Content-Length` says so).
 pub const UPLOAD_LIMIT: usize = 25 * 1024 * 1024;
+/// How long an HTTP/1.1 client may take to send a request's headers: a client that
+/// trickles them (slowloris) is closed then. hyper's own default (30 s) is for
+/// servers behind a proxy; this one faces clients directly.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The `Server` header of every response.
 pub const SERVER: &str = "corering";

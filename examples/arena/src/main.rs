@@ -133,6 +133,19 @@ fn files(
     })
 }
 
+/// The HTTP/1.1 settings of the 8080, 8081 and 8443 listeners: hyper's defaults (as
+/// HttpArena's production rules ask: no pipelining flag) but for [`arena::HEADER_TIMEOUT`]
+/// on a request's headers.
+///
+/// hyper's `pipeline_flush` is left off for a second reason: with it, the error response to
+/// a request hyper cannot parse (a `400` for a malformed request line or chunked body, a
+/// `431`) is never flushed, because the unparsed bytes stay in hyper's read buffer and the
+/// flag defers flushing while that buffer holds anything; the client sees the connection
+/// close with no answer.
+fn http1_settings(http: &mut auto::Builder<HyperExecutor>) {
+    http.http1().header_read_timeout(arena::HEADER_TIMEOUT);
+}
+
 /// The port 8082 connections: HTTP/2 by prior knowledge only (a connection that opens with
 /// anything but the preface is closed), as HttpArena's h2c profiles require.
 fn h2c_only(http: &mut auto::Builder<HyperExecutor>) {
@@ -162,10 +175,7 @@ async fn serve(cli: Cli, settings: Settings, dataset: Arc<Dataset>) -> io::Resul
     let ports = cli.ports;
     let mut servers: Vec<(&str, Server)> = Vec::new();
     if let Some(addr) = ports.addr(ports.http) {
-        let http = Builder::new().http(|http| {
-            // Answer a batch of pipelined requests with one write.
-            http.http1().pipeline_flush(true);
-        });
+        let http = Builder::new().http(http1_settings);
         servers.push(("http/1.1 + h2c", http.serve_with_async(addr, make.clone())?));
     }
     if let Some(addr) = ports.addr(ports.h2c) {
@@ -187,13 +197,13 @@ async fn serve(cli: Cli, settings: Settings, dataset: Arc<Dataset>) -> io::Resul
         let config = match tls::server_config(&settings.tls_cert, &settings.tls_key, alpn) {
             Ok(config) => config,
             Err(e) => {
-                eprintln!("arena: no {what} listener on port {port}: {e}");
+                eprintln!("arena: no {what} listener on {addr}: {e}");
                 continue;
             }
         };
-        let builder = Builder::new().tls(TlsAcceptor::new(config)).http(|http| {
-            http.http1().pipeline_flush(true);
-        });
+        let builder = Builder::new()
+            .tls(TlsAcceptor::new(config))
+            .http(http1_settings);
         servers.push((what, builder.serve_with_async(addr, make.clone())?));
     }
     for (what, server) in &servers {

@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use hyper::upgrade::OnUpgrade;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::error::Error as WsError;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
@@ -35,10 +37,30 @@ pub fn config() -> WebSocketConfig {
 }
 
 /// Echoes every text and binary message on `io` (an upgraded connection) until the client
-/// closes, breaks the protocol or goes away.
+/// closes, breaks the protocol (answered with a close frame saying how: 1002, 1007 or
+/// 1009) or goes away.
 pub async fn echo<S: AsyncRead + AsyncWrite + Unpin>(io: S) {
     let mut ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config())).await;
-    while let Some(Ok(msg)) = ws.next().await {
+    loop {
+        let msg = match ws.next().await {
+            Some(Ok(msg)) => msg,
+            Some(Err(e)) => {
+                let code = match e {
+                    WsError::Protocol(_) => CloseCode::Protocol,
+                    WsError::Utf8(_) => CloseCode::Invalid,
+                    WsError::Capacity(_) => CloseCode::Size,
+                    // The connection itself failed: nobody to tell.
+                    _ => return,
+                };
+                let frame = CloseFrame {
+                    code,
+                    reason: e.to_string().chars().take(100).collect::<String>().into(),
+                };
+                let _ = ws.close(Some(frame)).await;
+                return;
+            }
+            None => return,
+        };
         let reply = match msg {
             Message::Text(_) | Message::Binary(_) => msg,
             // tungstenite queued the pong, or the close reply: flush it.
@@ -53,8 +75,6 @@ pub async fn echo<S: AsyncRead + AsyncWrite + Unpin>(io: S) {
             return;
         }
     }
-    // A protocol error: tungstenite has queued its close frame where it could.
-    let _ = ws.close(None).await;
 }
 
 /// `GET /ws`: checks the handshake, answers `101 Switching Protocols` and hands the

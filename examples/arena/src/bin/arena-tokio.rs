@@ -171,7 +171,7 @@ async fn serve(cli: Cli, settings: Settings, dataset: Arc<Dataset>) -> io::Resul
                 let acceptor = TlsAcceptor::from(config);
                 listeners.push(listen(addr, Some(acceptor), Kind::Auto, app.clone()).await?);
             }
-            Err(e) => eprintln!("arena-tokio: no TLS listener on port {port}: {e}"),
+            Err(e) => eprintln!("arena-tokio: no TLS listener on {addr}: {e}"),
         }
     }
     println!(
@@ -204,7 +204,10 @@ async fn listen(
     let listener = TcpListener::bind(addr).await?;
     println!("arena-tokio: listening on {}", listener.local_addr()?);
     let mut http = auto::Builder::new(TokioExecutor::new());
-    http.http1().timer(TokioTimer::new()).pipeline_flush(true);
+    // As `arena`: hyper's defaults but for the header timeout (no `pipeline_flush`).
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(arena::HEADER_TIMEOUT);
     http.http2().timer(TokioTimer::new());
     let http = Arc::new(match kind {
         Kind::Auto => http,
