@@ -349,6 +349,15 @@ pub(crate) unsafe fn blocking(s: &RawSqe) -> i32 {
                 s.op_flags as i32,
                 s.len as libc::c_uint,
             )),
+            opcode::OpenAt2::CODE if s.file_index != 0 => return -libc::EINVAL,
+            // `openat2(2)` (5.6): the `open_how` at `addr2`, its size in `len`.
+            opcode::OpenAt2::CODE => libc::syscall(
+                libc::SYS_openat2,
+                fd,
+                ptr::<libc::c_char>(s.addr),
+                ptr::<libc::c_void>(s.off),
+                s.len as usize,
+            ),
             opcode::Statx::CODE => i64::from(libc::statx(
                 fd,
                 ptr(s.addr),

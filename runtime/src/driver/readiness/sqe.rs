@@ -128,6 +128,7 @@ impl Class {
             | opcode::Fallocate::CODE
             | opcode::Ftruncate::CODE
             | opcode::OpenAt::CODE
+            | opcode::OpenAt2::CODE
             | opcode::Statx::CODE
             | opcode::UnlinkAt::CODE
             | opcode::RenameAt::CODE
