@@ -6,6 +6,10 @@
 //!   `OnUpgrade` from the request, and read and write the [`Upgraded`](::hyper::upgrade::Upgraded)
 //!   connection through [`UpgradedIo`] (futures' or tokio's I/O traits); see [`upgrade`];
 //! - [`Client`]: HTTP/1.1 and HTTP/2 (h2c, or by ALPN over TLS) with connection reuse;
+//! - [`ServeDir`] (feature `serve-dir`): static files from a directory with tower-http's
+//!   `ServeDir` semantics (conditional and range requests, precompressed variants), each
+//!   file operation a ring op (`OPENAT2` confined beneath the directory, `STATX`, `READ`,
+//!   `CLOSE`); `Send`, so an axum `Router` mounts it with `nest_service`;
 //! - the parts both are built from: [`HyperIo`] implements hyper's
 //!   [`Read`](::hyper::rt::Read) and [`Write`](::hyper::rt::Write) on a socket of this crate
 //!   (or a [`TlsStream`](crate::tls::TlsStream)), [`HyperExecutor`] spawns hyper's
@@ -60,9 +64,13 @@
 mod client;
 mod rt;
 mod serve;
+#[cfg(feature = "serve-dir")]
+mod serve_dir;
 pub mod upgrade;
 
 pub use client::{Client, ClientBuilder};
 pub use rt::{HyperExecutor, HyperIo, HyperTimer};
 pub use serve::{from_hyper, serve, Builder, FromHyper, Server};
+#[cfg(feature = "serve-dir")]
+pub use serve_dir::{ResponseFuture, ServeDir, ServeDirBody, DEFAULT_CHUNK, WHOLE_FILE_MAX};
 pub use upgrade::{UpgradableIo, UpgradedIo};
