@@ -5,6 +5,11 @@
 # `tokio::spawn`, `tokio::time` or `tokio::net` compile and then panic at run time with
 # "there is no reactor running". Dev-dependencies and the off-by-default `tokio-peer`
 # features (the benchmarks' tokio peers) are not part of those builds, so not checked.
+# `arena` (the HttpArena entry) is not in the list: redis-rs's async client, which it uses for
+# crud's cache, compiles only with a runtime feature (`tokio-comp`: tokio's rt, net, time).
+# arena never calls into them: it opens the Redis socket itself, runs the connection's
+# driver as a task of this runtime and turns off redis-rs's response timeout (its one use of
+# tokio's timer); its tests and scripts/arena_check.sh run every route that touches Redis.
 # Usage: scripts/no_tokio_runtime.sh   (exit 1 and the offending features on failure)
 set -euo pipefail
 cd "$(dirname "$0")/.."

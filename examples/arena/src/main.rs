@@ -115,22 +115,13 @@ fn spawn_echo(on_upgrade: OnUpgrade) {
     }));
 }
 
-/// The static files: read from disk through ring ops on every request.
-fn files(
-    _dir: &Path,
-) -> impl tower::Service<
-    axum::extract::Request,
-    Response = axum::http::StatusCode,
-    Error = std::convert::Infallible,
-    Future = std::future::Ready<Result<axum::http::StatusCode, std::convert::Infallible>>,
-> + Clone
-       + Send
-       + Sync
-       + 'static {
-    // STUB until ServeDir lands.
-    tower::service_fn(|_req: axum::extract::Request| {
-        std::future::ready(Ok(axum::http::StatusCode::NOT_FOUND))
-    })
+/// The static files: read from disk on every request through ring ops (open beneath the
+/// root, statx, read, close), with the precompressed `.br`/`.gz` beside a file chosen by
+/// `Accept-Encoding` (tower-http's `ServeDir` API and behaviour).
+fn files(dir: &Path) -> corering_net::hyper::ServeDir {
+    corering_net::hyper::ServeDir::new(dir)
+        .precompressed_br()
+        .precompressed_gzip()
 }
 
 /// The HTTP/1.1 settings of the 8080, 8081 and 8443 listeners: hyper's defaults (as

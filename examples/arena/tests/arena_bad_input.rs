@@ -281,3 +281,42 @@ fn websocket_frames_that_break_the_protocol_close_the_socket() {
     assert_eq!(&echo, b"\x82\x05still");
     arena.still_serves();
 }
+
+#[test]
+fn static_paths_that_leave_the_root_are_refused() {
+    let arena = Arena::start(&[]);
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (status, body) = arena.get("/static/reset.css");
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        std::fs::read(here.join("data/static/reset.css")).unwrap()
+    );
+    for path in [
+        "/static/../Cargo.toml",
+        "/static/%2e%2e/Cargo.toml",
+        "/static/%2E%2E/%2E%2E/Cargo.toml",
+        "/static/..%2fCargo.toml",
+        "/static/..%5cCargo.toml",
+        "/static//etc/passwd",
+        "/static/%2fetc%2fpasswd",
+        "/static/reset.css%00.txt",
+        "/static/../../../../../../etc/passwd",
+    ] {
+        let (status, body) = arena.get(path);
+        assert!(
+            status == 404 || status == 400,
+            "{path}: {status} {}",
+            String::from_utf8_lossy(&body[..body.len().min(80)])
+        );
+        assert!(
+            !String::from_utf8_lossy(&body).contains("[package]"),
+            "{path} leaked a file"
+        );
+        assert!(
+            !String::from_utf8_lossy(&body).contains("root:"),
+            "{path} leaked a file"
+        );
+    }
+    arena.still_serves();
+}
