@@ -30,8 +30,10 @@
 # Against HttpArena's own entries (peers/arena, built into /work/peers-target):
 #   scripts/arena_check.sh --bin /work/peers-target/release/httparena-hyper --meta peers/arena/hyper/meta.json
 #   scripts/arena_check.sh --bin /work/peers-target/release/httparena-actix --meta peers/arena/actix/meta.json
-# Those read /data/static (hard-coded upstream): when /data does not exist, it is made a
-# symlink to examples/arena/data for the run. Needs curl (with HTTP/2), h2load, python3
+# The tokio twin: scripts/arena_check.sh --bin target/release/arena-tokio --args --current-thread
+# HttpArena's entries read /data/static (hard-coded upstream): when /data does not exist, it is
+# made a symlink to examples/arena/data for the run (so two such runs at once share it, and the
+# first to end removes it). Needs curl (with HTTP/2), h2load, python3
 # (grpcio, grpcio-tools and websockets are pip-installed when missing), PostgreSQL and
 # redis-server (apt-installed when missing). Exits 1 when a check fails.
 set -uo pipefail
