@@ -38,7 +38,7 @@
 #                  messages (calls x 5000) as upstream does
 #   echo-ws        gcannon /ws --ws                               -c 512,4096,16384
 # gcannon is HttpArena's io_uring loader (github MDA2AV/gcannon, liburing >= 2.4): $GCANNON,
-# default /work/peers-target/gcannon/src/gcannon, built by this script from the stored copies of
+# default target/peers/gcannon/src/gcannon, built by this script from the stored copies of
 # gcannon and liburing 2.9 when those are present (see build_gcannon). Without it the gcannon
 # shapes run on wrk with a Lua script rotating the same raw templates per request (gcannon
 # rotates them per connection), the same {RAND}/{SEQ} substitution, and `Connection: close` on

@@ -27,9 +27,9 @@
 #           `cargo build --release -p arena` when missing)
 #   --meta  the HttpArena meta.json whose "tests" are checked (default examples/arena/meta.json)
 #   --args  extra arguments for the server (default none)
-# Against HttpArena's own entries (peers/arena, built into /work/peers-target):
-#   scripts/arena_check.sh --bin /work/peers-target/release/httparena-hyper --meta peers/arena/hyper/meta.json
-#   scripts/arena_check.sh --bin /work/peers-target/release/httparena-actix --meta peers/arena/actix/meta.json
+# Against HttpArena's own entries (peers/arena, built into target/peers):
+#   scripts/arena_check.sh --bin target/peers/release/httparena-hyper --meta peers/arena/hyper/meta.json
+#   scripts/arena_check.sh --bin target/peers/release/httparena-actix --meta peers/arena/actix/meta.json
 # The tokio twin: scripts/arena_check.sh --bin target/release/arena-tokio --args --current-thread
 # HttpArena's entries read /data/static (hard-coded upstream): when /data does not exist, it is
 # made a symlink to examples/arena/data for the run (so two such runs at once share it, and the

@@ -30,7 +30,7 @@
 #                              8082 (h2c).
 #
 # Overridable: ARENA_DATA (examples/arena/data), ARENA_CERTS (examples/arena/certs),
-# PEERS_TARGET (/work/peers-target), DATABASE_MAX_CONN (150: tfb_pg.sh's cluster allows 200
+# PEERS_TARGET (target/peers), DATABASE_MAX_CONN (150: tfb_pg.sh's cluster allows 200
 # connections, HttpArena's 256 with max_connections=256).
 
 ARENA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +40,7 @@ ARENA_DATA="${ARENA_DATA:-$ARENA_ROOT/examples/arena/data}"
 ARENA_CERTS="${ARENA_CERTS:-$ARENA_ROOT/examples/arena/certs}"
 ARENA_PEERS="$ARENA_ROOT/peers/arena"
 ARENA_REQUESTS="${ARENA_REQUESTS:-$ARENA_PEERS/requests}"
-PEERS_TARGET="${PEERS_TARGET:-/work/peers-target}"
+PEERS_TARGET="${PEERS_TARGET:-$ARENA_ROOT/target/peers}"
 ARENA_PORTS=(8080 8081 8082 8443)
 
 # shellcheck source=scripts/tfb_pg.sh

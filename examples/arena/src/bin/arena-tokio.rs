@@ -209,19 +209,26 @@ async fn listen(
         .timer(TokioTimer::new())
         .header_read_timeout(arena::HEADER_TIMEOUT);
     http.http2().timer(TokioTimer::new());
-    let http = Arc::new(match kind {
-        Kind::Auto => http,
-        Kind::H2cOnly => http.http2_only(),
-    });
+    let http = Arc::new(http);
+    // The h2c-only port speaks HTTP/2 alone: hyper's HTTP/2 connection, which takes a
+    // connection that does not open with the preface for a protocol error (hyper-util's
+    // `auto` builder with `http2_only` still answered HTTP/1.1 here).
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    h2.timer(TokioTimer::new());
+    let h2 = Arc::new(h2);
     Ok(tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let (http, tls, app) = (http.clone(), tls.clone(), app.clone());
+            let (http, h2, tls, app) = (http.clone(), h2.clone(), tls.clone(), app.clone());
             tokio::spawn(async move {
                 let service = TowerToHyperService::new(app);
+                if let Kind::H2cOnly = kind {
+                    let _ = h2.serve_connection(TokioIo::new(stream), service).await;
+                    return;
+                }
                 match tls {
                     Some(acceptor) => {
                         if let Ok(stream) = acceptor.accept(stream).await {
