@@ -13,7 +13,7 @@
 #   - PostgreSQL and Redis are private processes (scripts/arena_env.sh), not sidecars;
 #   - gRPC (unary-grpc, unary-grpc-tls, stream-grpc, stream-grpc-tls): validate.sh has no
 #     checks; these use a real client (Python grpcio, stubs generated at run time from
-#     HttpArena's requests/benchmark.proto): GetSum over h2c on 8080 and over TLS on 8443, the
+#     HttpArena's requests/benchmark.proto, the copy in examples/arena/proto): GetSum over h2c on 8080 and over TLS on 8443, the
 #     benchmark's pre-encoded frame by curl and by h2load, and the three StreamSum checks of
 #     HttpArena's stream validation page (count 10, count 5000 with every reply checked, count 0:
 #     no reply, or the single reply a+b of the implementation page's clamp to >= 1);
@@ -892,8 +892,8 @@ fold_results() {
 if has_test "unary-grpc" || has_test "unary-grpc-tls" || has_test "stream-grpc" || has_test "stream-grpc-tls"; then
     if python_deps grpc_tools grpcio grpcio-tools; then
         mkdir -p "$WORK/grpc"
-        python3 -m grpc_tools.protoc -I"$ARENA_REQUESTS" --python_out="$WORK/grpc" \
-            --grpc_python_out="$WORK/grpc" "$ARENA_REQUESTS/benchmark.proto" \
+        python3 -m grpc_tools.protoc -I"$ARENA_ROOT/examples/arena/proto" --python_out="$WORK/grpc" \
+            --grpc_python_out="$WORK/grpc" "$ARENA_ROOT/examples/arena/proto/benchmark.proto" \
             || fail_with_link "[grpc stubs]: grpc_tools.protoc failed on benchmark.proto" ""
         cat > "$WORK/grpc/grpc_check.py" <<'PY'
 import os, random, sys
