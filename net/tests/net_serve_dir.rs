@@ -13,6 +13,8 @@
 //!   clients fetching hundreds of random files and ranges concurrently, every byte checked,
 //!   some bodies dropped mid-file; then fds back to their baseline.
 //! - `axum_mounts_it`: `Router::nest_service("/static", ServeDir::new(..))`.
+//! - `out_of_descriptors_waits_then_503`: `EMFILE` under load waits for a descriptor, then
+//!   503.
 
 mod serve_dir;
 
@@ -494,5 +496,76 @@ fn axum_mounts_it() {
         let body = res.into_body().collect().await.unwrap().to_bytes();
         assert!(body[..] == tree.bytes("big.bin")[..]);
         server.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}
+
+/// Sets the soft `RLIMIT_NOFILE` to `soft` (the hard limit unchanged); the old soft limit.
+fn set_nofile(soft: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on a live, initialised rlimit.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        let old = lim.rlim_cur;
+        lim.rlim_cur = soft;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+        old
+    }
+}
+
+/// With no descriptor left (thousands of responses in flight each holding one), a request
+/// waits for one to come free instead of failing; one that finds none within the wait gets
+/// 503 (tower-http answers such an error 500). Both backends.
+#[test]
+fn out_of_descriptors_waits_then_503() {
+    let _serial = serial();
+    let tree = Tree::new("nofile", 5);
+    on_each_backend(|rt| {
+        rt.block_on(async {
+            let svc = ServeDir::new(&tree.root);
+            let get = |uri: &str| svc.clone().oneshot(Spec::get(uri).request::<()>());
+            // The root's descriptor, opened by a first request.
+            assert_eq!(get("/empty.txt").await.unwrap().status(), StatusCode::OK);
+            // Every descriptor below a limit taken: the next open is EMFILE.
+            let old = set_nofile(open_fds() as u64 + 16);
+            let mut fill = Vec::new();
+            while let Ok(f) = std::fs::File::open("/dev/null") {
+                fill.push(f);
+            }
+            // A request waits, and is served once a descriptor comes free.
+            let waiting = runtime::spawn_local({
+                let svc = svc.clone();
+                async move {
+                    let res = svc
+                        .oneshot(Spec::get("/mid.bin").request::<()>())
+                        .await
+                        .unwrap();
+                    let status = res.status();
+                    (status, res.into_body().collect().await.unwrap().to_bytes())
+                }
+            });
+            runtime::time::sleep(Duration::from_millis(100)).await;
+            fill.pop();
+            let (status, bytes) = waiting.await.unwrap();
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(&bytes[..], tree.bytes("mid.bin"));
+            // None comes free: 503 after the wait.
+            while let Ok(f) = std::fs::File::open("/dev/null") {
+                fill.push(f);
+            }
+            let started = Instant::now();
+            let res = get("/mid.bin").await.unwrap();
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(
+                started.elapsed() >= Duration::from_secs(1),
+                "{:?}",
+                started.elapsed()
+            );
+            drop(fill);
+            set_nofile(old);
+            assert_eq!(get("/empty.txt").await.unwrap().status(), StatusCode::OK);
+        });
     });
 }

@@ -120,6 +120,11 @@ pub const DEFAULT_CHUNK: usize = 256 << 10;
 /// - The directory is opened at the first request and kept: renaming it away later does
 ///   not change what is served, where tower-http resolves its path on every request.
 /// - There is no fallback service (tower-http's `fallback`, `not_found_service`).
+/// - **Out of descriptors** (`EMFILE`, `ENFILE`: under load every response in flight holds
+///   one): the open waits for one to come free (backing off from 1 ms to 50 ms, 2 s in all),
+///   then answers 503; tower-http answers 500 at once. Measured under HttpArena's static-h2
+///   load (1,024 TLS connections × 32 streams, 20,000 descriptors): 31,589 of 75,316
+///   answers were 500s before, none after.
 ///
 /// A FIFO in the directory is opened as tower-http opens it (the open waits for a writer);
 /// on io_uring the wait is the kernel's worker's, not the core's.

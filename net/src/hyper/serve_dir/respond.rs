@@ -12,6 +12,7 @@
 use std::ffi::CString;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -43,6 +44,17 @@ const RESOLVE: u64 = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
 /// rather than risk an escape) is tried again.
 const OPEN_TRIES: usize = 4;
 
+/// How long, in all, an open waits for a descriptor when the process has none left
+/// (`EMFILE`, `ENFILE`: under load every response in flight holds one, and thousands of
+/// streams may be asking at once) before the request is answered `503`. The wait backs off
+/// from 1 ms to 50 ms, as the accept loop does on the same errors.
+const FD_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether `e` says the process (or the system) has no descriptor left.
+fn out_of_fds(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
 /// An open file (or `O_PATH` handle) and its metadata.
 struct Found {
     fd: FileFd,
@@ -63,8 +75,12 @@ pub(super) async fn respond(
 
 /// 404 for what tower-http answers 404 (a missing file, no permission, a file used as a
 /// directory) and for what is refused beneath the root (an escape, a magic link, a symlink
-/// loop, a name too long); 500 for any other error.
+/// loop, a name too long); 503 when no descriptor came free within [`FD_WAIT`]; 500 for any
+/// other error.
 fn error_response(e: &io::Error) -> Response<ServeDirBody> {
+    if out_of_fds(e) {
+        return status(StatusCode::SERVICE_UNAVAILABLE);
+    }
     let not_found = matches!(
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
@@ -254,10 +270,17 @@ async fn open_stat(root: &Arc<FileFd>, rel: &str, flags: i32) -> io::Result<Foun
         flags | libc::O_NOCTTY
     };
     let mut tries = 0;
+    let (mut waited, mut pause) = (Duration::ZERO, Duration::from_millis(1));
     let fd = loop {
         match ops::open(Some(root), path.clone(), flags, RESOLVE).await {
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries + 1 < OPEN_TRIES => {
                 tries += 1;
+            }
+            // No descriptor left: wait for responses in flight to close theirs.
+            Err(e) if out_of_fds(&e) && waited < FD_WAIT => {
+                runtime::time::sleep(pause).await;
+                waited += pause;
+                pause = (pause * 2).min(Duration::from_millis(50));
             }
             res => break Arc::new(res?),
         }
