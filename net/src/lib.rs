@@ -167,6 +167,7 @@ mod sys;
 pub mod tcp;
 #[cfg(feature = "tls")]
 pub mod tls;
+mod trace;
 mod udp;
 pub mod unix;
 

@@ -214,10 +214,8 @@ where
     let name = target.to_string();
     runtime::spawn_local(async move {
         if let Err(e) = connection.await {
-            eprintln!(
-                "corering_net::postgres: connection to {name} ended: {}",
-                describe(&e)
-            );
+            // The error also reaches the client: its next query fails as closed.
+            crate::trace::net_warn!("postgres connection to {name} ended: {}", describe(&e));
         }
     });
     Ok(client)

@@ -118,6 +118,10 @@ impl AcceptStream {
             };
             match err.raw_os_error() {
                 Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
+                    crate::trace::net_warn!(
+                        "accept failed ({err}): backing off {} ms",
+                        BACKOFF.as_millis()
+                    );
                     self.backoff = Some(sleep(BACKOFF));
                 }
                 Some(
