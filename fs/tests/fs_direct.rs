@@ -35,7 +35,7 @@ async fn open_direct(path: &std::path::Path) -> Option<File> {
 }
 
 fn sqes() -> u64 {
-    runtime::stats().unwrap().sqes_submitted
+    runtime::core_metrics().unwrap().sqes_submitted
 }
 
 #[runtime::test]

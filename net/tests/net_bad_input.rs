@@ -199,7 +199,7 @@ fn bad_input_ends_its_connection_and_leaks_nothing() {
     runtime::Runtime::new().unwrap().block_on(async {
         failed_handshakes_free_their_fds().await;
 
-        let tasks_before = runtime::stats().unwrap().tasks_alive;
+        let tasks_before = runtime::core_metrics().unwrap().alive_tasks;
         let fds_before = fd_count();
         let (server_cfg, _) = configs(&[H2, H1], &[H2]);
         let plain = corering_net::hyper::Builder::new()
@@ -215,7 +215,7 @@ fn bad_input_ends_its_connection_and_leaks_nothing() {
         runtime::time::sleep(Duration::from_millis(20)).await;
         let fds_serving = settle_fds(fds_before + 2).await;
         assert_eq!(fds_serving, fds_before + 2);
-        let tasks_serving = runtime::stats().unwrap().tasks_alive;
+        let tasks_serving = runtime::core_metrics().unwrap().alive_tasks;
 
         // The storm runs on a std thread (blocking clients); the core serves meanwhile.
         let (done_tx, done_rx) = futures::channel::oneshot::channel();
@@ -228,7 +228,9 @@ fn bad_input_ends_its_connection_and_leaks_nothing() {
         // Every bad connection ends: its task and its socket go.
         let mut settled = false;
         for _ in 0..300 {
-            if fd_count() == fds_serving && runtime::stats().unwrap().tasks_alive == tasks_serving {
+            if fd_count() == fds_serving
+                && runtime::core_metrics().unwrap().alive_tasks == tasks_serving
+            {
                 settled = true;
                 break;
             }
@@ -238,11 +240,11 @@ fn bad_input_ends_its_connection_and_leaks_nothing() {
             settled,
             "after the storm: {} fds (want {fds_serving}), {} tasks (want {tasks_serving})",
             fd_count(),
-            runtime::stats().unwrap().tasks_alive
+            runtime::core_metrics().unwrap().alive_tasks
         );
         plain.shutdown(Duration::from_secs(1)).await.unwrap();
         tls.shutdown(Duration::from_secs(1)).await.unwrap();
         assert_eq!(settle_fds(fds_before).await, fds_before);
-        assert_eq!(runtime::stats().unwrap().tasks_alive, tasks_before);
+        assert_eq!(runtime::core_metrics().unwrap().alive_tasks, tasks_before);
     });
 }

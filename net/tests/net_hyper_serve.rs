@@ -177,7 +177,7 @@ fn graceful_shutdown_finishes_in_flight_requests_and_stops_accepting() {
 fn graceful_shutdown_closes_what_outlasts_the_grace_period() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let tasks_before = runtime::stats().unwrap().tasks_alive;
+        let tasks_before = runtime::core_metrics().unwrap().alive_tasks;
         let server = Builder::new().serve_with("127.0.0.1:0", service).unwrap();
         let addr = server.local_addr();
         let hang = runtime::spawn_local(async move {
@@ -200,12 +200,12 @@ fn graceful_shutdown_closes_what_outlasts_the_grace_period() {
         // The client's connection task sees the close a loop turn or two later; then
         // nothing of the server or the client is left.
         for _ in 0..100 {
-            if runtime::stats().unwrap().tasks_alive == tasks_before {
+            if runtime::core_metrics().unwrap().alive_tasks == tasks_before {
                 break;
             }
             runtime::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(runtime::stats().unwrap().tasks_alive, tasks_before);
+        assert_eq!(runtime::core_metrics().unwrap().alive_tasks, tasks_before);
     });
 }
 

@@ -114,7 +114,7 @@ async fn async_write_vectored_gathers_slices_into_one_send() {
     use futures::{AsyncReadExt, AsyncWriteExt};
     use std::io::IoSlice;
     let (mut a, mut b) = pair().await;
-    let before = runtime::stats().unwrap();
+    let before = runtime::core_metrics().unwrap();
     let n = AsyncWriteExt::write_vectored(
         &mut a,
         &[
@@ -128,7 +128,7 @@ async fn async_write_vectored_gathers_slices_into_one_send() {
     assert_eq!(n, 10, "every slice is taken");
     AsyncWriteExt::flush(&mut a).await.unwrap();
     assert_eq!(
-        (runtime::stats().unwrap() - before).sqes_submitted,
+        (runtime::core_metrics().unwrap() - before).sqes_submitted,
         1,
         "one send for all the slices"
     );

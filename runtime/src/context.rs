@@ -311,6 +311,14 @@ pub(crate) fn set_home(core: Option<&Core>) {
     CONTEXT.with(|c| c.home.set(core.map_or(ptr::null(), |c| c as *const Core)));
 }
 
+/// Runs `f` with the core that lives on this thread (entered or not); `None` if none does.
+pub(crate) fn with_home<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    let home = CONTEXT.with(|c| c.home.get());
+    // SAFETY: a non-null `home` is alive and in place (module invariant); the reference does
+    // not leave this call.
+    (!home.is_null()).then(|| f(unsafe { &*home }))
+}
+
 /// Enters this thread's home core when no core is entered (a value dropped after `block_on`
 /// returned, or while a panic unwinds out of it), for as long as the guard lives; `None`
 /// where a core is entered already or none lives on this thread. See

@@ -63,8 +63,10 @@ pub use executor::{
 };
 pub use handle::{Handle, TryCurrentError};
 pub use macros::{main, test};
-pub use metrics::{CoreMetrics, RuntimeMetrics};
+pub use metrics::RuntimeMetrics;
 pub use runtime::Runtime;
+pub use stats::CoreMetrics;
+#[allow(deprecated)]
 pub use stats::Stats;
 pub use time::{sleep, timeout};
 
@@ -92,7 +94,32 @@ pub fn features() -> Option<Features> {
     context::current_features()
 }
 
+/// The current core's counters, read now; `None` outside a runtime. (From other threads,
+/// [`Handle::metrics`] reads every core's as it last published them.)
+///
+/// ```
+/// let rt = runtime::Runtime::new()?;
+/// rt.block_on(async {
+///     let before = runtime::core_metrics().unwrap();
+///     runtime::spawn_local(async {}).await.unwrap();
+///     let d = runtime::core_metrics().unwrap() - before;
+///     assert!(d.polls >= 1);
+///     assert_eq!(d.spawned_tasks, 1);
+/// });
+/// assert_eq!(runtime::core_metrics(), None);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn core_metrics() -> Option<CoreMetrics> {
+    executor::with_core(|core| core.snapshot()).flatten()
+}
+
 /// The current core's counters; `None` outside a runtime.
+#[deprecated(
+    since = "0.1.0",
+    note = "read `CoreMetrics` with `runtime::core_metrics()` (`tasks_polled` is `polls`, \
+            `tasks_alive` is `alive_tasks`, `tasks_stolen` is `stolen_tasks`)"
+)]
+#[allow(deprecated)]
 pub fn stats() -> Option<Stats> {
-    executor::with_core(runtime::core_stats)
+    core_metrics().map(Stats::from)
 }

@@ -1,153 +1,16 @@
-//! Runtime metrics: what every core did, readable from any thread (`Runtime::metrics`,
-//! `Handle::metrics`), under tokio's `RuntimeMetrics` names where the meaning is the same,
-//! plus what only a ring can tell.
-//!
-//! Each core keeps its counters in plain fields on its own thread (no atomics on the hot
-//! paths) and publishes them into its [`Published`] block once per loop iteration, after
-//! the reap: a few relaxed stores. A reader sees each core as of its last iteration; a core
-//! that sleeps has published everything before it slept. After the runtime is dropped the
+//! Runtime metrics, the reading side: [`RuntimeMetrics`], every core's [`CoreMetrics`]
+//! (`crate::stats`: what each core counts and how it publishes it) readable from any thread,
+//! under tokio's names where the meaning is the same, its histograms and the blocking
+//! pool's figures, and all of it as Prometheus text. After the runtime is dropped the cores'
 //! blocks keep their last values.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cores::CoreSet;
-
-/// One core's counters as of its last loop iteration, or the sum over cores
-/// ([`RuntimeMetrics::total`]).
-///
-/// Counters count since the core started; the gauges (`alive_tasks`, `local_queue_depth`,
-/// `remote_queue_depth`, `ops_in_flight`, `recv_ring_buffers`, `recv_ring_buffers_out`,
-/// `fixed_files_in_use`)
-/// are values at that moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CoreMetrics {
-    /// Task polls (tokio: `worker_poll_count`).
-    pub polls: u64,
-    /// Tasks spawned from this core's thread, by any spawn call (tokio:
-    /// `spawned_tasks_count`).
-    pub spawned_tasks: u64,
-    /// Tasks on this core not finished yet, those waiting to be adopted included (tokio:
-    /// `num_alive_tasks`).
-    pub alive_tasks: u64,
-    /// Never-polled tasks this core took from other cores (tokio: `worker_steal_count`).
-    pub stolen_tasks: u64,
-    /// Tasks ready to run in the core's local queue (tokio: `worker_local_queue_depth`).
-    pub local_queue_depth: u64,
-    /// Wakes and spawns from other threads waiting in the core's remote queue (tokio:
-    /// `global_queue_depth`, per core here).
-    pub remote_queue_depth: u64,
-    /// Waits in the kernel (tokio: `worker_park_count`).
-    pub parks: u64,
-    /// Time not waiting in the kernel since the core started (tokio:
-    /// `worker_total_busy_duration`), in nanoseconds.
-    pub busy_ns: u64,
-    /// Wakes that came from other threads.
-    pub remote_wakes: u64,
-    /// SQEs pushed to the ring (ops, cancels, wake reads, MSG_RINGs).
-    pub sqes_submitted: u64,
-    /// `io_uring_enter` calls, waiting or not (`parks` of them waited).
-    pub enters: u64,
-    /// CQEs reaped.
-    pub cqes_reaped: u64,
-    /// Times the kernel held overflowed CQEs to flush (the CQ was full).
-    pub cq_overflows: u64,
-    /// Times the SQ was full and had to be submitted before a push.
-    pub sq_full_waits: u64,
-    /// Ops in flight (started, final CQE not reaped).
-    pub ops_in_flight: u64,
-    /// `ASYNC_CANCEL`s sent (dropped ops, timeouts, shutdown).
-    pub cancellations: u64,
-    /// Receives that found the core's receive ring empty (`ENOBUFS`).
-    pub recv_ring_enobufs: u64,
-    /// Times the core's receive ring doubled.
-    pub recv_ring_growths: u64,
-    /// Buffers in the core's receive ring.
-    pub recv_ring_buffers: u64,
-    /// Buffers of the receive ring out of it (holding received bytes not yet consumed).
-    pub recv_ring_buffers_out: u64,
-    /// `IORING_OP_MSG_RING` wakes this core sent to others.
-    pub msg_ring_sent: u64,
-    /// `IORING_OP_MSG_RING` wakes this core received.
-    pub msg_ring_received: u64,
-    /// Slots of the ring's fixed-file table held by direct descriptors the program owns
-    /// (accepted or opened into the table, not closed yet).
-    pub fixed_files_in_use: u64,
-}
-
-macro_rules! published {
-    ($($field:ident),* $(,)?) => {
-        /// One core's [`CoreMetrics`] as its thread last published them.
-        #[derive(Default)]
-        pub(crate) struct Published {
-            $($field: AtomicU64,)*
-        }
-
-        impl Published {
-            /// Stores a new snapshot (the owning core's thread only).
-            pub(crate) fn store(&self, m: &CoreMetrics) {
-                $(self.$field.store(m.$field, Ordering::Relaxed);)*
-            }
-
-            /// The last snapshot stored.
-            pub(crate) fn load(&self) -> CoreMetrics {
-                CoreMetrics { $($field: self.$field.load(Ordering::Relaxed),)* }
-            }
-        }
-
-        impl CoreMetrics {
-            /// Field-by-field sum.
-            fn add(&mut self, o: &CoreMetrics) {
-                $(self.$field += o.$field;)*
-            }
-
-            /// (name, value) of each field, in declaration order.
-            fn fields(&self) -> Vec<(&'static str, u64)> {
-                vec![$((stringify!($field), self.$field),)*]
-            }
-        }
-    };
-}
-
-published!(
-    polls,
-    spawned_tasks,
-    alive_tasks,
-    stolen_tasks,
-    local_queue_depth,
-    remote_queue_depth,
-    parks,
-    busy_ns,
-    remote_wakes,
-    sqes_submitted,
-    enters,
-    cqes_reaped,
-    cq_overflows,
-    sq_full_waits,
-    ops_in_flight,
-    cancellations,
-    recv_ring_enobufs,
-    recv_ring_growths,
-    recv_ring_buffers,
-    recv_ring_buffers_out,
-    msg_ring_sent,
-    msg_ring_received,
-    fixed_files_in_use,
-);
-
-/// Fields that are values at a moment, not counts since the start.
-const GAUGES: [&str; 7] = [
-    "alive_tasks",
-    "local_queue_depth",
-    "remote_queue_depth",
-    "ops_in_flight",
-    "recv_ring_buffers",
-    "recv_ring_buffers_out",
-    "fixed_files_in_use",
-];
+use crate::stats::{CoreMetrics, BUCKETS, RESOLUTION};
 
 /// A runtime's metrics, readable from any thread, before and after the runtime is dropped
 /// (then each core keeps its last values). Cheap to clone.
@@ -191,11 +54,12 @@ impl RuntimeMetrics {
         self.set.len()
     }
 
-    /// Core `worker`'s counters as of its last loop iteration; `None` if the runtime has
-    /// no such core.
+    /// Core `worker`'s counters: read now on that core's own thread (inside its loop, or on
+    /// the runtime's thread between `block_on`s for core 0), else as the core last published
+    /// them (at most 10 ms old while it works); `None` if the runtime has no such core.
     pub fn core(&self, worker: usize) -> Option<CoreMetrics> {
         let core = self.set.get(worker)?;
-        let mut m = core.metrics.load();
+        let mut m = crate::executor::live_metrics(core).unwrap_or_else(|| core.metrics.load());
         // Read now: other threads push onto this queue.
         m.remote_queue_depth = core.remote_depth() as u64;
         Some(m)
@@ -343,7 +207,7 @@ impl RuntimeMetrics {
             return out;
         };
         for (k, (field, _)) in first.fields().into_iter().enumerate() {
-            let gauge = GAUGES.contains(&field);
+            let gauge = CoreMetrics::is_gauge(field);
             let name = if gauge {
                 format!("runtime_{field}")
             } else {
@@ -369,80 +233,6 @@ impl RuntimeMetrics {
         }
         out
     }
-}
-
-/// Buckets of the poll-time and schedule-delay histograms (tokio's default: linear).
-pub(crate) const BUCKETS: usize = 10;
-/// Width of each bucket but the last, which takes everything above (tokio's default).
-const RESOLUTION: Duration = Duration::from_micros(100);
-
-/// One core's histogram as it records it (its own thread only).
-#[derive(Default)]
-pub(crate) struct LocalHistogram {
-    counts: [std::cell::Cell<u64>; BUCKETS],
-    sum_ns: std::cell::Cell<u64>,
-}
-
-impl LocalHistogram {
-    /// Counts one value.
-    #[inline]
-    pub(crate) fn record(&self, ns: u64) {
-        let i = ((ns / RESOLUTION.as_nanos() as u64) as usize).min(BUCKETS - 1);
-        self.counts[i].set(self.counts[i].get() + 1);
-        self.sum_ns.set(self.sum_ns.get() + ns);
-    }
-
-    fn publish(&self, to: &SharedHistogram) {
-        for (c, a) in self.counts.iter().zip(&to.counts) {
-            a.store(c.get(), Ordering::Relaxed);
-        }
-        to.sum_ns.store(self.sum_ns.get(), Ordering::Relaxed);
-    }
-}
-
-/// One core's histogram as it last published it.
-#[derive(Default)]
-pub(crate) struct SharedHistogram {
-    counts: [AtomicU64; BUCKETS],
-    sum_ns: AtomicU64,
-}
-
-/// A core's poll-time and schedule-delay histograms, recorded and published.
-#[derive(Default)]
-pub(crate) struct Histograms {
-    pub(crate) poll: LocalHistogram,
-    pub(crate) delay: LocalHistogram,
-}
-
-impl Histograms {
-    pub(crate) fn publish(&self, to: &[SharedHistogram; 2]) {
-        self.poll.publish(&to[0]);
-        self.delay.publish(&to[1]);
-    }
-}
-
-/// The metrics' clock: `CLOCK_MONOTONIC_COARSE` in nanoseconds (a vDSO read of a few ns,
-/// advancing once per kernel tick). Differences of it are unbiased estimates of the time
-/// between two reads (the tick's phase is random), so summed waits come out right; one
-/// wait's own figure is within a tick.
-pub(crate) fn coarse_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime(2) writes one timespec, which `ts` is, alive for the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// How often a busy core publishes its metrics (and how soon after it falls idle).
-pub(crate) const PUBLISH_INTERVAL: Duration = Duration::from_millis(10);
-
-/// A core's busy time: the wall time since `started_ns` (`coarse_ns`) less its waits.
-pub(crate) fn busy_ns(started_ns: u64, waited_ns: u64) -> u64 {
-    coarse_ns()
-        .saturating_sub(started_ns)
-        .saturating_sub(waited_ns)
 }
 
 impl RuntimeMetrics {

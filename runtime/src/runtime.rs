@@ -8,7 +8,6 @@ use crate::context;
 use crate::cores::{self, Worker};
 use crate::driver::{Features, RingFlags};
 use crate::executor::{Core, JoinHandle};
-use crate::stats::Stats;
 use crate::Builder;
 
 /// A runtime: core 0 (a ring, a run queue and timers on the building thread, driven by
@@ -118,23 +117,14 @@ impl Runtime {
         crate::RuntimeMetrics::new(self.core.set.clone())
     }
 
-    /// This runtime's counters.
-    pub fn stats(&self) -> Stats {
-        core_stats(&self.core)
-    }
-}
-
-pub(crate) fn core_stats(core: &Core) -> Stats {
-    let d = core.ctx.driver.borrow().counters;
-    let c = core.counters();
-    Stats {
-        sqes_submitted: d.sqes,
-        enters: d.enters,
-        cqes_reaped: d.cqes,
-        tasks_polled: c.tasks_polled,
-        remote_wakes: c.remote_wakes,
-        tasks_alive: c.tasks_alive,
-        tasks_stolen: c.tasks_stolen,
+    /// Core 0's counters, read now.
+    #[deprecated(
+        since = "0.1.0",
+        note = "read `CoreMetrics`: `Runtime::metrics().core(0)` (read now on this thread)"
+    )]
+    #[allow(deprecated)]
+    pub fn stats(&self) -> crate::Stats {
+        crate::Stats::from(self.core.snapshot().unwrap_or_default())
     }
 }
 

@@ -141,9 +141,9 @@ fn a_core_whose_waits_fail_with_enomem_goes_on() {
             // Submits what is queued (the wake read), so the timed wait below submits nothing.
             runtime::ext::raw::nop().await.unwrap();
             // Waits until the timer with a timeout: ENOMEM, every time, until it is due.
-            let enters = runtime::stats().unwrap().enters;
+            let enters = runtime::core_metrics().unwrap().enters;
             runtime::sleep(Duration::from_millis(20)).await;
-            let enters = runtime::stats().unwrap().enters - enters;
+            let enters = runtime::core_metrics().unwrap().enters - enters;
             assert!(
                 enters > 10,
                 "the timed waits failed and were retried: {enters} enters"

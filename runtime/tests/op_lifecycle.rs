@@ -172,7 +172,7 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
     let counted = Arc::new(Counted);
     let waker = Waker::from(counted.clone());
     let sqes = rt.block_on(async {
-        let before = runtime::stats().unwrap().sqes_submitted;
+        let before = runtime::core_metrics().unwrap().sqes_submitted;
         // SAFETY: the SQE is never made, so it points at nothing.
         let mut op = unsafe { Op::with_prep(runtime::ext::raw::Nop, Fails) };
         let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -180,7 +180,7 @@ fn a_panicking_prep_pushes_nothing_and_leaves_no_slot() {
         }));
         assert!(polled.is_err(), "the Prep's panic reaches the poller");
         drop(op);
-        runtime::stats().unwrap().sqes_submitted - before
+        runtime::core_metrics().unwrap().sqes_submitted - before
     });
     assert_eq!(sqes, 0, "no SQE was counted");
     // The slot took a clone of the waker; it went with the slot.

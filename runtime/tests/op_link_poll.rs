@@ -11,13 +11,13 @@ use std::io;
 #[test]
 fn chain_of_nops_completes_every_op() {
     let rt = runtime::Runtime::new().unwrap();
-    let before = rt.stats();
+    let before = rt.metrics().core(0).unwrap();
     let outputs = rt
         .block_on(Link::new((0..100).map(|_| raw::nop())))
         .unwrap();
     assert_eq!(outputs.len(), 100);
     assert!(outputs.iter().all(|r| r.is_ok()));
-    let delta = rt.stats() - before;
+    let delta = rt.metrics().core(0).unwrap() - before;
     assert!(
         delta.sqes_submitted >= 100,
         "all 100 SQEs pushed: {delta:?}"
@@ -156,14 +156,14 @@ fn a_chain_refuses_an_op_already_polled() {
         let mut first = tokio_test::task::spawn(&mut pending);
         tokio_test::assert_pending!(first.poll());
         drop(first);
-        let before = runtime::stats().unwrap();
+        let before = runtime::core_metrics().unwrap();
         for ops in [vec![done], vec![pending]] {
             let err = Link::new(ops).await.unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
             assert!(err.to_string().contains("already polled"), "{err}");
         }
         // Nothing was pushed again (the in-flight read's cancel is the only SQE).
-        let after = runtime::stats().unwrap() - before;
+        let after = runtime::core_metrics().unwrap() - before;
         assert!(after.sqes_submitted <= 1, "{after:?}");
     });
 }
@@ -224,7 +224,7 @@ fn poll_multi_reports_every_readiness_from_one_sqe() {
     let fd = SharedFd::new(r.try_clone().unwrap());
     let (mut r, mut w) = (std::fs::File::from(r), std::fs::File::from(w));
     rt.block_on(async {
-        let before = runtime::stats().unwrap();
+        let before = runtime::core_metrics().unwrap();
         let mut ready = raw::poll_multi(&fd, libc::POLLIN as u32);
         for i in 0..5u8 {
             // Nothing written: the next event is not there yet.
@@ -244,7 +244,7 @@ fn poll_multi_reports_every_readiness_from_one_sqe() {
             io::Read::read_exact(&mut r, &mut byte).unwrap();
             assert_eq!(byte[0], i);
         }
-        let after = runtime::stats().unwrap() - before;
+        let after = runtime::core_metrics().unwrap() - before;
         // One poll SQE for the five waits, plus the nops.
         assert_eq!(after.sqes_submitted, 1 + 5 * 3);
         ready.cancel();

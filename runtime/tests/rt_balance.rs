@@ -51,8 +51,12 @@ fn an_idle_core_takes_queued_send_tasks() {
     // Each core's own count of steals, read on that core.
     let steals = || {
         rt.block_on(async {
-            let on_1 = runtime::spawn_on(1, async { runtime::stats().unwrap().tasks_stolen });
-            [runtime::stats().unwrap().tasks_stolen, on_1.await.unwrap()]
+            let on_1 =
+                runtime::spawn_on(1, async { runtime::core_metrics().unwrap().stolen_tasks });
+            [
+                runtime::core_metrics().unwrap().stolen_tasks,
+                on_1.await.unwrap(),
+            ]
         })
     };
     let before = steals();
@@ -214,7 +218,7 @@ fn a_runtime_dropped_while_tasks_move_loses_leaks_and_double_polls_none() {
             200 * u64::from(round % 5),
         )));
         drop(spawner);
-        stolen += rt.stats().tasks_stolen;
+        stolen += rt.metrics().core(0).unwrap().stolen_tasks;
         drop(rt);
         let created = log.created.load(Ordering::SeqCst);
         assert_eq!(

@@ -18,7 +18,7 @@ fn nop_round_trips() {
             runtime::ext::raw::nop().await.unwrap();
         }
     });
-    let s = rt.stats();
+    let s = rt.metrics().core(0).unwrap();
     assert!(s.cqes_reaped >= 1000, "{s:?}");
 }
 
@@ -173,7 +173,11 @@ fn wake_from_another_thread_reaches_a_sleeping_runtime() {
     assert_eq!(v, 7);
     assert!(started.elapsed() >= Duration::from_millis(50));
     t.join().unwrap();
-    assert!(rt.stats().remote_wakes >= 1, "{:?}", rt.stats());
+    assert!(
+        rt.metrics().core(0).unwrap().remote_wakes >= 1,
+        "{:?}",
+        rt.metrics().core(0).unwrap()
+    );
 }
 
 #[test]
@@ -311,7 +315,7 @@ fn bad_entries_are_an_error() {
 #[test]
 fn stats_count_enters_and_batches() {
     let rt = Runtime::new().unwrap();
-    let before = rt.stats();
+    let before = rt.metrics().core(0).unwrap();
     rt.block_on(async {
         let mut hs = Vec::new();
         for _ in 0..32 {
@@ -325,12 +329,12 @@ fn stats_count_enters_and_batches() {
             h.await.unwrap();
         }
     });
-    let d = rt.stats() - before;
+    let d = rt.metrics().core(0).unwrap() - before;
     assert!(d.cqes_reaped >= 32_000, "{d:?}");
-    assert!(d.tasks_polled >= 32_000, "{d:?}");
+    assert!(d.polls >= 32_000, "{d:?}");
     // 32 tasks with one nop each in flight are batched: far fewer enters than nops.
     assert!(d.enters * 8 < d.cqes_reaped, "{d:?}");
-    assert_eq!(runtime::stats(), None);
+    assert_eq!(runtime::core_metrics(), None);
 }
 
 #[test]
@@ -362,21 +366,64 @@ fn busy_task_does_not_starve_others() {
 }
 
 #[test]
-fn stats_count_tasks_alive() {
+fn core_metrics_count_alive_tasks() {
     let rt = runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let before = runtime::stats().unwrap().tasks_alive;
+        let before = runtime::core_metrics().unwrap().alive_tasks;
         let (tx, rx) = futures::channel::oneshot::channel::<()>();
         let waiting = runtime::spawn_local(async move {
             let _ = rx.await;
         });
         let aborted = runtime::spawn_local(std::future::pending::<()>());
         runtime::yield_now().await;
-        assert_eq!(runtime::stats().unwrap().tasks_alive, before + 2);
+        assert_eq!(runtime::core_metrics().unwrap().alive_tasks, before + 2);
         aborted.abort();
         assert!(aborted.await.unwrap_err().is_cancelled());
         tx.send(()).unwrap();
         waiting.await.unwrap();
-        assert_eq!(runtime::stats().unwrap().tasks_alive, before);
+        assert_eq!(runtime::core_metrics().unwrap().alive_tasks, before);
     });
+}
+
+/// `Stats` is kept as a deprecated view of `CoreMetrics`: the same core, the same values
+/// under the old names.
+#[test]
+#[allow(deprecated)]
+fn deprecated_stats_is_a_view_of_core_metrics() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        runtime::spawn_local(async {}).await.unwrap();
+        runtime::ext::raw::nop().await.unwrap();
+        let (m, s) = (runtime::core_metrics().unwrap(), runtime::stats().unwrap());
+        assert_eq!(s, runtime::Stats::from(m));
+        assert_eq!(
+            (s.tasks_polled, s.tasks_alive, s.tasks_stolen, s.enters),
+            (m.polls, m.alive_tasks, m.stolen_tasks, m.enters)
+        );
+    });
+    // On the runtime's thread between `block_on`s, core 0 is read now: the same figures
+    // whichever way they are asked for.
+    let m = rt.metrics().core(0).unwrap();
+    assert_eq!(rt.stats(), runtime::Stats::from(m));
+    assert!(m.polls >= 1 && m.sqes_submitted >= 1, "{m:?}");
+}
+
+/// Another thread reads a core's published block: after `block_on` returns it holds what
+/// the core counted (the loop publishes as `block_on` ends).
+#[test]
+fn metrics_read_from_another_thread_are_published() {
+    let rt = runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        for _ in 0..100 {
+            runtime::ext::raw::nop().await.unwrap();
+        }
+    });
+    let here = rt.metrics().core(0).unwrap();
+    let metrics = rt.metrics();
+    let there = std::thread::spawn(move || metrics.core(0).unwrap())
+        .join()
+        .unwrap();
+    assert!(there.cqes_reaped >= 100, "{there:?}");
+    assert_eq!(there.cqes_reaped, here.cqes_reaped);
+    assert_eq!(there.polls, here.polls);
 }

@@ -42,7 +42,7 @@ fn a_thousand_jobs_on_at_most_four_threads_all_return() {
         .unwrap();
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
-    let before = runtime::Runtime::stats(&rt);
+    let before = rt.metrics().core(0).unwrap();
     let sum = rt.block_on(async {
         let handles: Vec<_> = (0..1000u64)
             .map(|i| {
@@ -70,7 +70,7 @@ fn a_thousand_jobs_on_at_most_four_threads_all_return() {
         "{most} jobs or pool threads at once"
     );
     // The results came back through the remote-wake path (pool threads have no ring).
-    assert!(rt.stats().remote_wakes > before.remote_wakes);
+    assert!(rt.metrics().core(0).unwrap().remote_wakes > before.remote_wakes);
 }
 
 #[test]

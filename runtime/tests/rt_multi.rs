@@ -73,7 +73,7 @@ fn message_ping_pong_between_cores() {
         assert_eq!(echo.await.unwrap(), 5000);
     });
     // The wakes crossed cores: counted on core 0 (replies woke it from core 1).
-    assert!(rt.stats().remote_wakes > 0);
+    assert!(rt.metrics().core(0).unwrap().remote_wakes > 0);
 }
 
 #[test]

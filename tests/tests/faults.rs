@@ -79,7 +79,7 @@ async fn slow_reader_backpressure() {
     assert!(queued < TOTAL, "the kernel took all {TOTAL} bytes");
 
     // The peer stays idle: the write must stay pending, and cheaply.
-    let before = runtime::stats().unwrap();
+    let before = runtime::core_metrics().unwrap();
     for _ in 0..20 {
         sleep(Duration::from_millis(10)).await;
         assert!(
@@ -92,7 +92,7 @@ async fn slow_reader_backpressure() {
             "RSS grew {grown} KiB while the write was blocked"
         );
     }
-    let idle = runtime::stats().unwrap() - before;
+    let idle = runtime::core_metrics().unwrap() - before;
     // Each sleep is one timer (no SQE); a resubmitting send would count thousands here.
     assert!(
         idle.sqes_submitted < 100,
@@ -103,7 +103,7 @@ async fn slow_reader_backpressure() {
         "blocked with {queued} bytes in the kernel of {TOTAL}; {} SQEs, {} task polls in 200 ms \
          idle; RSS {} KiB over the data",
         idle.sqes_submitted,
-        idle.tasks_polled,
+        idle.polls,
         tests::rss_kib().saturating_sub(rss_with_data)
     );
 

@@ -24,7 +24,7 @@ use super::fresh::{FreshQueue, Idle};
 use crate::blocking::BlockingPool;
 use crate::context::{self, CoreId};
 use crate::executor::{Placement, RawTask};
-use crate::metrics::{Published, SharedHistogram};
+use crate::stats::{Published, SharedHistogram};
 
 /// The part of a core other threads reach.
 pub(crate) struct Shared {

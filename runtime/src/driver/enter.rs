@@ -266,7 +266,7 @@ impl Driver {
     /// stay queued for that next enter. `Fatal` ones panic: the core cannot go on without
     /// its ring.
     pub(crate) fn park(&mut self, wait: bool, timeout: Option<Duration>) {
-        self.park_at(wait, timeout, crate::metrics::coarse_ns());
+        self.park_at(wait, timeout, crate::stats::coarse_ns());
     }
 
     /// [`park`](Driver::park), with the caller's reading of `metrics::coarse_ns` as the
@@ -317,7 +317,7 @@ impl Driver {
                 Some(&arg),
             )
         };
-        let after = crate::metrics::coarse_ns();
+        let after = crate::stats::coarse_ns();
         self.counters.waits += 1;
         self.counters.waited_ns += after.saturating_sub(now);
         if let Err(e) = res {

@@ -11,6 +11,7 @@
 
 use std::future::Future;
 
+use super::measure::LoopStats;
 use super::task::{Loc, RawTask};
 use super::{Core, JoinHandle};
 use crate::cores::{Fresh, STEAL_MAX};
@@ -115,7 +116,7 @@ impl Core {
             if taken.is_empty() {
                 continue;
             }
-            self.stolen.set(self.stolen.get() + taken.len() as u64);
+            LoopStats::count(&self.stats.stolen, taken.len() as u64);
             for task in &taken {
                 task.run.rehome(&self.shared);
             }

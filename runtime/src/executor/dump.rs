@@ -69,7 +69,7 @@ pub async fn dump_all() -> Vec<TaskDump> {
 
 impl Core {
     fn dump(&self) -> Vec<TaskDump> {
-        let now = crate::metrics::coarse_ns().saturating_sub(self.started_ns) + 1;
+        let now = crate::stats::coarse_ns().saturating_sub(self.stats.started_ns) + 1;
         let core = self.shared.index;
         let entry = |task: &RawTask| {
             let (spawned_at, last) = task.dump_info();

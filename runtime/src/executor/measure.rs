@@ -1,23 +1,76 @@
-//! What a core measures about itself: its clock for the metrics, the run-queue stamp and
-//! the measured poll of the histograms, and the publishing of its counters for
-//! `RuntimeMetrics` (`crate::metrics`).
+//! What a core measures about itself: the loop's counters and clocks ([`LoopStats`]), the
+//! run-queue stamp and the measured poll of the histograms, the live snapshot of every
+//! counter ([`Core::snapshot`]), and the one maintenance step that publishes it for other
+//! threads ([`Core::maintain`]; the types and the published block are `crate::stats`).
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::{Core, RawTask};
+use crate::stats::{busy_ns, coarse_ns, CoreMetrics, Histograms, PUBLISH_INTERVAL};
+
+/// The loop's counters and clocks, in one place (the ring's are the driver's `counters`).
+/// Plain cells: only the core's thread touches them.
+pub(crate) struct LoopStats {
+    /// Task polls.
+    pub(super) polls: Cell<u64>,
+    /// Tasks spawned from this core's thread (ids handed out).
+    pub(super) spawned: Cell<u64>,
+    /// Tasks taken from other cores' stealable queues.
+    pub(super) stolen: Cell<u64>,
+    /// When the core started (the histograms' clock counts from it).
+    started: Instant,
+    /// `coarse_ns` when the core started (busy time, task dumps' poll times).
+    pub(super) started_ns: u64,
+    /// The latest `coarse_ns` reading of the loop (before its park, or after its wait).
+    pub(super) clock: Cell<u64>,
+    /// When the core last published its metrics (`coarse_ns`).
+    published_at: Cell<u64>,
+    /// Whether the core did anything since it last published.
+    pub(super) dirty: Cell<bool>,
+    /// Whether the histograms are recorded (`Builder::metrics_histograms`), fixed at
+    /// creation, and the histograms themselves.
+    pub(super) histograms: bool,
+    hists: Histograms,
+}
+
+impl LoopStats {
+    pub(super) fn new(histograms: bool) -> LoopStats {
+        let now = coarse_ns();
+        LoopStats {
+            polls: Cell::new(0),
+            spawned: Cell::new(0),
+            stolen: Cell::new(0),
+            started: Instant::now(),
+            started_ns: now,
+            clock: Cell::new(now),
+            published_at: Cell::new(0),
+            dirty: Cell::new(true),
+            histograms,
+            hists: Histograms::default(),
+        }
+    }
+
+    /// Adds `n` to a counter.
+    #[inline(always)]
+    pub(super) fn count(cell: &Cell<u64>, n: u64) {
+        cell.set(cell.get() + n);
+    }
+}
 
 impl Core {
-    /// The core's clock for the metrics: nanoseconds since it started, plus one (0 means
+    /// The core's clock for the histograms: nanoseconds since it started, plus one (0 means
     /// "not noted").
     #[inline]
-    pub(super) fn clock_ns(&self) -> u64 {
-        self.started.elapsed().as_nanos() as u64 + 1
+    fn clock_ns(&self) -> u64 {
+        self.stats.started.elapsed().as_nanos() as u64 + 1
     }
 
     /// Queues `task` to run, noting when (histograms on).
     #[inline(always)]
     pub(crate) fn enqueue(&self, task: RawTask) {
-        if self.histograms {
+        if self.stats.histograms {
             task.set_queued_at(self.clock_ns());
         }
         self.queue.push(task);
@@ -30,31 +83,71 @@ impl Core {
         let start = self.clock_ns();
         let queued = task.queued_at();
         if queued != 0 {
-            self.hists.delay.record(start.saturating_sub(queued));
+            self.stats.hists.delay.record(start.saturating_sub(queued));
         }
         task.run();
-        self.hists.poll.record(self.clock_ns() - start);
+        self.stats.hists.poll.record(self.clock_ns() - start);
     }
 
-    /// Publishes the core's counters for `RuntimeMetrics` (a few relaxed stores).
-    pub(super) fn publish_metrics(&self) {
-        if self.histograms {
-            self.hists.publish(&self.shared.histograms);
+    /// The loop's maintenance step, once per iteration before it parks, at `now`
+    /// (`coarse_ns`): publishes the metrics every [`PUBLISH_INTERVAL`] while the core works
+    /// (publishing on every iteration cost 2-3% of `bench nop`); a core about to wait
+    /// (`!ready`) with something unpublished gets its wait shortened to the rest of the
+    /// interval, so it wakes once to publish it: at rest, readers see the core as it is.
+    /// Returns the wait's timeout.
+    pub(super) fn maintain(
+        &self,
+        ready: bool,
+        now: u64,
+        timeout: Option<Duration>,
+    ) -> Option<Duration> {
+        let s = &self.stats;
+        if !s.dirty.get() {
+            return timeout;
         }
-        let d = self.ctx.driver.borrow();
+        let since = now.saturating_sub(s.published_at.get());
+        if since >= PUBLISH_INTERVAL.as_nanos() as u64 {
+            self.publish_metrics();
+            s.published_at.set(now);
+            s.dirty.set(false);
+            timeout
+        } else if !ready {
+            let left = PUBLISH_INTERVAL.saturating_sub(Duration::from_nanos(since));
+            Some(timeout.map_or(left, |t| t.min(left)))
+        } else {
+            timeout
+        }
+    }
+
+    /// Publishes the core's counters for other threads (a few relaxed stores).
+    pub(super) fn publish_metrics(&self) {
+        if self.stats.histograms {
+            self.stats.hists.publish(&self.shared.histograms);
+        }
+        if let Some(m) = self.snapshot() {
+            self.shared.metrics.store(&m);
+        }
+    }
+
+    /// Every counter of the core, now; `None` while its driver is borrowed (a read from
+    /// inside the driver, which a waker run during a reap could attempt).
+    pub(crate) fn snapshot(&self) -> Option<CoreMetrics> {
+        let d = self.ctx.driver.try_borrow().ok()?;
         let c = d.counters;
-        let (buffers, out, starved) = self.ctx.recv_ring.borrow().counts();
+        let (buffers, out, starved) = self.ctx.recv_ring.try_borrow().ok()?.counts();
         let (grown, starved_before) = self.ctx.recv_grown.get();
-        let slot = u64::from(self.slot.borrow().is_some());
-        self.shared.metrics.store(&crate::CoreMetrics {
-            polls: self.tasks_polled.get(),
-            spawned_tasks: self.spawned.get(),
-            alive_tasks: self.owned.borrow().len() as u64 + slot + self.shared.fresh.len() as u64,
-            stolen_tasks: self.stolen.get(),
+        let s = &self.stats;
+        let slot = u64::from(self.slot.try_borrow().ok()?.is_some());
+        let owned = self.owned.try_borrow().ok()?.len() as u64;
+        Some(CoreMetrics {
+            polls: s.polls.get(),
+            spawned_tasks: s.spawned.get(),
+            alive_tasks: owned + slot + self.shared.fresh.len() as u64,
+            stolen_tasks: s.stolen.get(),
             local_queue_depth: self.queue.len() as u64,
-            remote_queue_depth: 0,
+            remote_queue_depth: self.shared.remote_depth() as u64,
             parks: c.waits,
-            busy_ns: crate::metrics::busy_ns(self.started_ns, c.waited_ns),
+            busy_ns: busy_ns(s.started_ns, c.waited_ns),
             remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
             sqes_submitted: c.sqes,
             enters: c.enters,
@@ -70,6 +163,6 @@ impl Core {
             msg_ring_sent: c.msg_rings_sent,
             msg_ring_received: c.msg_rings_received,
             fixed_files_in_use: self.ctx.fixed_in_use.get(),
-        });
+        })
     }
 }

@@ -46,6 +46,7 @@ pub use id::Id;
 pub(crate) use id::IdBlock;
 pub use join::{AbortHandle, JoinError, JoinHandle};
 pub use join_set::JoinSet;
+use measure::LoopStats;
 pub(crate) use spawn::blocking_job;
 pub use spawn::{
     cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,
@@ -81,28 +82,12 @@ pub(crate) struct Core {
     slot_runs: Cell<u8>,
     /// Tasks picked, for `balance`'s turn of the stealable queue.
     picks: Cell<u32>,
-    /// Tasks taken from other cores' stealable queues.
-    stolen: Cell<u64>,
-    /// Tasks spawned from this core's thread (ids handed out).
-    spawned: Cell<u64>,
-    /// When the core started (its busy time is the rest of the wall time since).
-    started: Instant,
-    /// `metrics::coarse_ns` when the core started (busy time, task dumps' poll times).
-    started_ns: u64,
-    /// The latest `coarse_ns` reading of the loop (before its park, or after its wait).
-    clock: Cell<u64>,
-    /// When the core last published its metrics (`coarse_ns`), and whether it did anything
-    /// since.
-    published_at: Cell<u64>,
-    dirty: Cell<bool>,
-    /// `set.histograms`, fixed at creation, and the histograms themselves.
-    histograms: bool,
-    hists: crate::metrics::Histograms,
+    /// The loop's counters and clocks, published by its maintenance step (`measure`).
+    stats: LoopStats,
     /// `set.balances()`, fixed at creation: false on one core or under round-robin
     /// placement, where the loop skips the slot and the stealable queues.
     balances: bool,
     owned: RefCell<Slab<RawTask>>,
-    tasks_polled: Cell<u64>,
     spare_wakers: RefCell<Vec<Waker>>,
     /// The ids this core gives the tasks it spawns (a block taken from the process-wide
     /// counter now and then, so a spawn touches no shared atomic).
@@ -117,6 +102,18 @@ pub(crate) use context::with_core;
 #[inline]
 fn on_owner<R>(owner: &Shared, f: impl FnOnce(&Core) -> R) -> Option<R> {
     with_core(|core| std::ptr::eq(Arc::as_ptr(&core.shared), owner).then(|| f(core))).flatten()
+}
+
+/// `shared`'s core's metrics read now, if this thread runs that core (inside its loop, or
+/// its home thread between `block_on`s) and nothing of it is borrowed; else `None`.
+pub(crate) fn live_metrics(shared: &Shared) -> Option<crate::CoreMetrics> {
+    let on = |core: &Core| std::ptr::eq(Arc::as_ptr(&core.shared), shared);
+    match with_core(|core| on(core).then(|| core.snapshot())) {
+        Some(Some(m)) => m,
+        // This thread runs another core's loop: `shared`'s is elsewhere.
+        Some(None) => None,
+        None => context::with_home(|core| on(core).then(|| core.snapshot()).flatten()).flatten(),
+    }
 }
 
 /// A finished task leaves its core's task list (`task::raw` calls this).
@@ -146,15 +143,6 @@ impl Wake for MainWaker {
     }
 }
 
-/// What the loop reads off a core.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CoreCounters {
-    pub(crate) tasks_polled: u64,
-    pub(crate) remote_wakes: u64,
-    pub(crate) tasks_alive: u64,
-    pub(crate) tasks_stolen: u64,
-}
-
 impl Core {
     pub(crate) fn new(want: &RingConfig, index: usize, set: Arc<CoreSet>) -> io::Result<Core> {
         let shared = Arc::new(Shared::new(index)?);
@@ -182,30 +170,12 @@ impl Core {
             slot: RefCell::new(None),
             slot_runs: Cell::new(0),
             picks: Cell::new(0),
-            stolen: Cell::new(0),
-            spawned: Cell::new(0),
-            started: Instant::now(),
-            started_ns: crate::metrics::coarse_ns(),
-            published_at: Cell::new(0),
-            clock: Cell::new(crate::metrics::coarse_ns()),
-            dirty: Cell::new(true),
+            stats: LoopStats::new(histograms),
             balances,
-            histograms,
-            hists: Default::default(),
             owned: RefCell::new(Slab::with_capacity(256)),
-            tasks_polled: Cell::new(0),
             spare_wakers: RefCell::new(Vec::new()),
             task_ids: IdBlock::new(),
         })
-    }
-
-    pub(crate) fn counters(&self) -> CoreCounters {
-        CoreCounters {
-            tasks_polled: self.tasks_polled.get(),
-            remote_wakes: self.shared.remote_wakes.load(Ordering::Relaxed),
-            tasks_alive: self.owned.borrow().len() as u64,
-            tasks_stolen: self.stolen.get(),
-        }
     }
 
     fn spawn<F>(&self, future: F, loc: Loc) -> JoinHandle<F::Output>
@@ -232,7 +202,7 @@ impl Core {
     /// An id for a task spawned from this core's thread.
     #[inline]
     pub(crate) fn next_task_id(&self) -> Id {
-        self.spawned.set(self.spawned.get() + 1);
+        LoopStats::count(&self.stats.spawned, 1);
         self.task_ids.next()
     }
 
@@ -297,33 +267,17 @@ impl Core {
             ready = !self.go_idle() || self.ready(main_woken);
         }
         let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        // Metrics: published every `PUBLISH_INTERVAL` while the core works (publishing on
-        // every iteration cost 2-3% of `bench nop`), and a core that falls idle with
-        // something unpublished wakes once after the interval to publish it: at rest,
-        // readers see the core as it is.
-        let now = crate::metrics::coarse_ns();
-        let interval = crate::metrics::PUBLISH_INTERVAL;
-        let mut timeout = timeout;
-        if self.dirty.get() {
-            let since = now.saturating_sub(self.published_at.get());
-            if since >= interval.as_nanos() as u64 {
-                self.publish_metrics();
-                self.published_at.set(now);
-                self.dirty.set(false);
-            } else if !ready {
-                let left = interval.saturating_sub(std::time::Duration::from_nanos(since));
-                timeout = Some(timeout.map_or(left, |t| t.min(left)));
-            }
-        }
+        let now = crate::stats::coarse_ns();
+        let timeout = self.maintain(ready, now, timeout);
         let mut driver = self.ctx.driver.borrow_mut();
-        self.clock.set(driver.park_at(!ready, timeout, now));
+        self.stats.clock.set(driver.park_at(!ready, timeout, now));
         if idle {
             self.set.idle.leave(self.shared.index);
         }
 
         // 3. Reap the whole CQ in one pass, waking each op's task as its CQE is seen.
         if driver.reap(task::wake) > 0 {
-            self.dirty.set(true);
+            self.stats.dirty.set(true);
         }
         let dead = driver.take_dead();
         let failed = driver.take_failed_msg_rings();
@@ -347,19 +301,18 @@ impl Core {
             if polled == 0 {
                 // The loop's latest clock reading (no read here): each poll's time for the
                 // task dumps, early by at most one loop iteration.
-                now = self.clock.get().saturating_sub(self.started_ns) + 1;
-                self.dirty.set(true);
+                now = self.stats.clock.get().saturating_sub(self.stats.started_ns) + 1;
+                self.stats.dirty.set(true);
             }
             polled += 1;
             task.set_last_poll(now);
-            if self.histograms {
+            if self.stats.histograms {
                 self.run_measured(task);
             } else {
                 task.run();
             }
         }
-        self.tasks_polled
-            .set(self.tasks_polled.get() + polled as u64);
+        LoopStats::count(&self.stats.polls, polled as u64);
     }
 
     /// Whether there is work without waiting: a queued task, the main future, a remote wake.

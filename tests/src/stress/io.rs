@@ -277,7 +277,7 @@ pub(super) fn serve(
     };
     let tls = tls.map(TlsAcceptor::new);
     let res = rt.block_on(async {
-        let baseline = runtime::stats().map_or(0, |s| s.tasks_alive);
+        let baseline = runtime::core_metrics().map_or(0, |s| s.alive_tasks);
         let options = ListenOptions::new().backlog(4096);
         let mut tasks = Vec::with_capacity(plans.len());
         let work = async {
@@ -352,7 +352,7 @@ pub(super) fn clients(
     let tls = tls.map(TlsConnector::new);
     let dropped = Rc::new(AtomicU64::new(0));
     let res = rt.block_on(async {
-        let baseline = runtime::stats().map_or(0, |s| s.tasks_alive);
+        let baseline = runtime::core_metrics().map_or(0, |s| s.alive_tasks);
         let conns = plans.len() as u32;
         let mut tasks = Vec::with_capacity(plans.len());
         for &plan in plans {
@@ -491,7 +491,7 @@ async fn at_rest(baseline: u64) -> Result<(), String> {
     let mut waited = 0;
     loop {
         let out = runtime::buf::core_ring().map_or(0, |r| r.outstanding());
-        let tasks = runtime::stats().map_or(0, |s| s.tasks_alive);
+        let tasks = runtime::core_metrics().map_or(0, |s| s.alive_tasks);
         if out == 0 && tasks <= baseline {
             return Ok(());
         }
