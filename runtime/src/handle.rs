@@ -11,7 +11,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::cores::CoreSet;
+use crate::executor::CoreSet;
 use crate::executor::{self, Id, JoinError, JoinHandle, RawTask};
 
 /// A handle to a runtime: spawn onto it and block on it from any thread (`Send + Sync +

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cores::CoreSet;
+use crate::executor::CoreSet;
 use crate::stats::{CoreMetrics, BUCKETS, RESOLUTION};
 
 /// A runtime's metrics, readable from any thread, before and after the runtime is dropped

@@ -1,6 +1,6 @@
 //! Exhaustive interleaving check of the wake paths: no lost wake-up.
 //!
-//! The paths under test (runtime/src/executor/task/, cores/remote.rs and the loop's `tick`
+//! The paths under test (runtime/src/executor/task/, executor/remote.rs and the loop's `tick`
 //! in executor/mod.rs), step by step as the code runs them. This model covers the whole
 //! protocol (queue, `notified`, parking) by hand; the state word's transitions themselves
 //! are also checked on the real code, under loom (executor/task/state.rs, scripts/loom.sh):

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use super::{Builder, DISABLE_NAMES};
 use crate::blocking::BlockingPool;
 use crate::context;
-use crate::cores::{self, CoreSet, Worker};
+use crate::cores::{self, Worker};
 use crate::driver::{RingConfig, RingFlags};
 use crate::executor::Core;
+use crate::executor::CoreSet;
 use crate::runtime::Runtime;
 
 impl Builder {

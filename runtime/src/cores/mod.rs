@@ -1,22 +1,14 @@
-//! Thread-per-core: everything that spans a runtime's cores.
+//! Thread-per-core: the threads a runtime's cores run on.
 //!
 //! Core 0 is the thread that builds the runtime (it runs `block_on`); cores 1..n are worker
-//! threads ([`worker`]), each pinned to its CPU ([`pin`]), each with its own ring and loop.
-//! Cores share no ring: work crosses to another core through that core's remote queue
-//! ([`remote`]: wakes from other threads, `spawn_on`), which wakes the core's ring with an
-//! `IORING_OP_MSG_RING` from the sender's ring, or its eventfd; and never-polled `Send`
-//! tasks move from a busy core's stealable queue to an idle core ([`fresh`]). An idle core
-//! sleeps in `io_uring_enter`. Values a `Send` wrapper carried off their core go back to it
-//! to be dropped there ([`owner`]: the remote free list).
+//! threads ([`worker`]), each pinned to its CPU ([`pin`]), each with its own ring and loop
+//! (the executor's `Core`). What the cores share while they run (each core's remote queue
+//! and its wakes, the stealable queues and the idle set, the values sent home to be
+//! dropped) is the executor's (`executor::remote`, `executor::balance`, `executor::owner`):
+//! this module starts and stops threads on top of it and is imported by nothing below.
 
-mod fresh;
-mod owner;
 mod pin;
-mod remote;
 mod worker;
 
-pub(crate) use fresh::{Fresh, STEAL_MAX};
-pub use owner::CoreOwner;
 pub(crate) use pin::{affinity, allowed_cpus, check_cpu, pin_to, set_affinity};
-pub(crate) use remote::{CoreSet, Shared};
 pub(crate) use worker::{start_worker, Worker};

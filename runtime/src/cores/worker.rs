@@ -12,10 +12,9 @@ use std::task::Poll;
 use std::thread;
 
 use super::pin::pin_to;
-use super::{CoreSet, Shared};
 use crate::driver::{Features, RingConfig, RingFlags};
 use crate::error::context;
-use crate::executor::Core;
+use crate::executor::{Core, CoreSet, Shared};
 
 /// A worker core's thread, as the runtime holds it.
 pub(crate) struct Worker {

@@ -5,8 +5,8 @@
 use std::panic::Location;
 use std::time::Duration;
 
+use super::Fresh;
 use super::{with_core, Core, Id, JoinHandle, RawTask};
-use crate::cores::Fresh;
 
 /// One live (not finished) task, as [`dump`] lists it.
 #[derive(Clone, Debug)]
@@ -50,7 +50,7 @@ pub fn dump() -> Option<Vec<TaskDump>> {
 /// that blocks it) cannot answer, and this waits for it. The dumping tasks themselves are
 /// left out. Empty outside a runtime.
 pub async fn dump_all() -> Vec<TaskDump> {
-    let Some(cores) = crate::cores() else {
+    let Some(cores) = super::cores() else {
         return Vec::new();
     };
     let parts: Vec<JoinHandle<Vec<TaskDump>>> = (0..cores)

@@ -21,6 +21,8 @@ mod id;
 mod join;
 mod join_set;
 mod measure;
+mod owner;
+mod remote;
 mod spawn;
 mod task;
 
@@ -38,15 +40,17 @@ use slab::Slab;
 
 use crate::buf::CoreRing;
 use crate::context::{self, coop, CoreContext};
-use crate::cores::{CoreSet, Fresh, Shared};
 use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
+pub(crate) use balance::Fresh;
 pub use dump::{dump, dump_all, TaskDump};
 pub use id::Id;
 pub(crate) use id::IdBlock;
 pub use join::{AbortHandle, JoinError, JoinHandle};
 pub use join_set::JoinSet;
 use measure::LoopStats;
+pub use owner::CoreOwner;
+pub(crate) use remote::{CoreSet, Shared};
 pub(crate) use spawn::blocking_job;
 pub use spawn::{
     cores, current_core, spawn, spawn_blocking, spawn_local, spawn_on, spawn_on_local, yield_now,

@@ -72,11 +72,11 @@ pub mod testing;
 pub use io_uring;
 
 pub use crate::buf::core_ring::grow_core_ring;
-pub use crate::cores::CoreOwner;
 pub use crate::driver::op::{
     sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
 };
 pub use crate::error::context as error_context;
+pub use crate::executor::CoreOwner;
 pub use crate::fd::{FdTarget, SharedFd};
 #[doc(inline)]
 pub use crate::{fd_sqe, impl_async_io};

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::task::AtomicWaker;
 
-use super::fresh::{FreshQueue, Idle};
+use super::balance::{FreshQueue, Idle};
 use crate::blocking::BlockingPool;
 use crate::context::{self, CoreId};
 use crate::executor::{Placement, RawTask};
@@ -42,7 +42,7 @@ pub(crate) struct Shared {
     pub(crate) stop: AtomicBool,
     pub(crate) stop_waker: AtomicWaker,
     /// `Send` tasks spawned here and never polled, which an idle core may take
-    /// (`cores::fresh`).
+    /// (`executor::balance::fresh`).
     pub(crate) fresh: FreshQueue,
     /// The core's metrics as it last published them.
     pub(crate) metrics: Published,
@@ -233,7 +233,7 @@ impl CoreSet {
         }
     }
 
-    /// Whether any core has stealable tasks waiting (`SeqCst`: see `cores::fresh`).
+    /// Whether any core has stealable tasks waiting (`SeqCst`: see `executor::balance::fresh`).
     pub(crate) fn any_fresh(&self) -> bool {
         self.cores
             .get()

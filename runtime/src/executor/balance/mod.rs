@@ -1,4 +1,4 @@
-//! Where a core's next task comes from, and how idle cores take work (`cores::fresh` has
+//! Where a core's next task comes from, and how idle cores take work (`fresh` has
 //! the queues and the no-lost-wake-up invariant):
 //! - `spawn` of a `Send` task puts it in the core's LIFO slot; the task it displaces goes
 //!   to the core's stealable queue, and one sleeping core is woken to take it;
@@ -9,12 +9,14 @@
 //! - a core with nothing to run steals from another core's stealable queue before it
 //!   sleeps, and registers as idle (then looks once more) before it waits.
 
+mod fresh;
+
 use std::future::Future;
 
 use super::measure::LoopStats;
 use super::task::{Loc, RawTask};
 use super::{Core, JoinHandle};
-use crate::cores::{Fresh, STEAL_MAX};
+pub(crate) use fresh::{Fresh, FreshQueue, Idle, STEAL_MAX};
 
 /// Slot tasks run in a row before the local queue gets a turn (tokio's figure).
 const MAX_SLOT_RUNS: u8 = 3;
@@ -139,7 +141,7 @@ impl Core {
     }
 
     /// Called with nothing to run, before a wait: registers the core as idle, then looks
-    /// for stealable work once more (`cores::fresh`'s invariant). True if the core may
+    /// for stealable work once more (`fresh`'s invariant). True if the core may
     /// wait; the caller calls `self.set.idle.leave` after the wait either way.
     pub(super) fn go_idle(&self) -> bool {
         self.set.idle.enter(self.shared.index);
