@@ -38,7 +38,7 @@ use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::Mutex;
 
-use crate::buf::CoreRing;
+use crate::driver::bufring::CoreRing;
 use crate::driver::{Driver, Features};
 use crate::executor::Core;
 use crate::time::Timers;

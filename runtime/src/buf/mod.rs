@@ -11,16 +11,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-mod claim;
-pub(crate) mod core_ring;
-mod ring;
-mod ring_buf;
-
-pub(crate) use claim::Claim;
-pub use core_ring::core_ring;
-pub(crate) use core_ring::CoreRing;
-pub use ring::BufRing;
-pub use ring_buf::RingBuf;
+pub use crate::driver::bufring::{core_ring, BufRing, RingBuf};
 
 /// A buffer the kernel may read from, with a stable address.
 ///
@@ -286,6 +277,25 @@ unsafe impl<T: IoBufMut> IoBufMut for Slice<T> {
             // bytes from `begin`.
             unsafe { self.buf.set_init(self.begin + pos) };
         }
+    }
+}
+
+// SAFETY: a `RingBuf`'s bytes live in its ring's buffer memory, which the ring handle it
+// holds keeps allocated and in place (`driver::bufring`'s invariant); moving the `RingBuf`
+// moves only that handle, so the slice it derefs to stays at one address. The kernel wrote
+// every byte of that slice, so all of them are initialised, and no op of the ring writes
+// them until the buffer is pushed back (the `RingBuf`'s drop).
+unsafe impl IoBuf for RingBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.len()
     }
 }
 

@@ -19,6 +19,7 @@
 
 mod backend;
 mod buf_rings;
+pub(crate) mod bufring;
 mod enter;
 pub(crate) mod features;
 mod fixed;

@@ -38,8 +38,8 @@ use std::time::Instant;
 
 use slab::Slab;
 
-use crate::buf::CoreRing;
 use crate::context::{self, coop, CoreContext};
+use crate::driver::bufring::CoreRing;
 use crate::driver::{Driver, RingConfig};
 use crate::time::Timers;
 pub(crate) use balance::Fresh;

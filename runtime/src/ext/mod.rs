@@ -60,8 +60,6 @@
 //! # Ok::<(), io::Error>(())
 //! ```
 
-use std::task::{Context, Poll};
-
 pub mod io;
 pub mod raw;
 #[doc(hidden)]
@@ -71,7 +69,7 @@ pub mod testing;
 /// ([`io_uring::squeue::Entry`]) the op API takes: use this one, so the versions match.
 pub use io_uring;
 
-pub use crate::buf::core_ring::grow_core_ring;
+pub use crate::driver::bufring::{grow_core_ring, BufRingExt};
 pub use crate::driver::op::{
     sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
 };
@@ -80,37 +78,3 @@ pub use crate::executor::CoreOwner;
 pub use crate::fd::{FdTarget, SharedFd};
 #[doc(inline)]
 pub use crate::{fd_sqe, impl_async_io};
-
-mod sealed {
-    /// Keeps [`BufRingExt`](super::BufRingExt) implemented by the runtime's types only.
-    pub trait Sealed {}
-}
-
-/// What a reader of a provided-buffer ring ([`BufRing`](crate::buf::BufRing)) reports to
-/// it and waits on: a receive that found the ring empty (`ENOBUFS`) records it, and waits
-/// for a buffer to come back before it re-arms.
-///
-/// Implemented by [`BufRing`](crate::buf::BufRing) only.
-pub trait BufRingExt: sealed::Sealed {
-    /// Records that a receive found the ring empty (its CQE said `ENOBUFS`), so that
-    /// [`BufRing::times_starved`](crate::buf::BufRing::times_starved) can tell a ring too
-    /// small for its load.
-    fn note_starved(&self);
-
-    /// How many buffers have come back to the ring so far. A reader whose receive ended
-    /// with `ENOBUFS` (the ring was empty) keeps this value and re-arms once
-    /// [`poll_returned_since`](BufRingExt::poll_returned_since) says a buffer came back
-    /// since.
-    fn returned(&self) -> u64;
-
-    /// `Ready` once a buffer has come back to the ring since
-    /// [`returned`](BufRingExt::returned) read `seen`; otherwise registers the waker, woken
-    /// by the next return. For re-arming a receive that ended with `ENOBUFS`: read
-    /// `returned` when the kernel reports the empty ring (or check
-    /// [`BufRing::available`](crate::buf::BufRing::available)), then wait for the count to
-    /// move. Counting returns, not buffers in our hands, stays right when many connections
-    /// share the ring and CQEs nobody has taken yet hold buffers.
-    fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()>;
-}
-
-impl sealed::Sealed for crate::buf::BufRing {}

@@ -50,7 +50,7 @@ use io_uring::{cqueue, squeue};
 
 use super::late::LateCqe;
 use super::{close_raw, Cqe};
-use crate::buf::{BufRing, Claim};
+use crate::driver::bufring::{BufRing, Claim};
 use crate::driver::slots::Slots;
 use crate::driver::Driver;
 

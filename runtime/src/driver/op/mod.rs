@@ -34,7 +34,7 @@ use std::io;
 
 use io_uring::{cqueue, squeue};
 
-use crate::buf::Claim;
+use crate::driver::bufring::Claim;
 
 pub(crate) use lifecycle::{complete_op, AfterReap, Lifecycle, Produces};
 pub use link::Link;

@@ -38,7 +38,7 @@ pub struct MultiOp<T: 'static> {
     backlog: u16,
     /// The incremental buffer ring the op picks from ([`MultiOp::with_buf_ring`]), handed
     /// to the driver at submission.
-    buf_ring: Option<crate::buf::BufRing>,
+    buf_ring: Option<crate::driver::bufring::BufRing>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -129,7 +129,7 @@ impl<T: 'static> MultiOp<T> {
     /// the ring (positions that buffers returned later may take), and for an incremental
     /// ring ([`BufRing::incremental`](crate::buf::BufRing::incremental)), whose offsets
     /// ([`Cqe::buf_offset`]) only that order tells. Takes effect at submission.
-    pub fn with_buf_ring(mut self, ring: &crate::buf::BufRing) -> Self {
+    pub fn with_buf_ring(mut self, ring: &crate::driver::bufring::BufRing) -> Self {
         self.buf_ring = Some(ring.clone());
         self
     }

@@ -10,7 +10,7 @@ use super::ring::Inner;
 /// A buffer the kernel filled from a [`BufRing`](super::BufRing); goes back to the ring when dropped.
 ///
 /// Derefs to the filled bytes not yet [`advance`](RingBuf::advance)d past. It is also an
-/// [`IoBuf`](super::IoBuf), so a received chunk can be written out as it is (an echo copies
+/// [`IoBuf`](crate::buf::IoBuf), so a received chunk can be written out as it is (an echo copies
 /// nothing), the buffer returning to the ring once the write gives it back and it is dropped.
 pub struct RingBuf {
     ring: Rc<Inner>,
@@ -63,24 +63,6 @@ impl Deref for RingBuf {
         // every chunk of it is gone; an incremental ring's kernel writes only past the bytes
         // it reported); `start <= len <= buf_len`.
         unsafe { std::slice::from_raw_parts(self.ptr(), self.len - self.start) }
-    }
-}
-
-// SAFETY: the bytes live in the ring's buffer memory, which the `Rc<Inner>` this value holds
-// keeps allocated and in place (module invariant); moving the `RingBuf` moves only that
-// handle. The kernel wrote bytes `start..len`, so `len - start` from `ptr()` are
-// initialised, and no op of the ring writes them until the buffer is pushed back (`Drop`).
-unsafe impl super::IoBuf for RingBuf {
-    fn stable_ptr(&self) -> *const u8 {
-        self.ptr()
-    }
-
-    fn bytes_init(&self) -> usize {
-        self.len - self.start
-    }
-
-    fn bytes_total(&self) -> usize {
-        self.len - self.start
     }
 }
 

@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::ring::Inner;
 use super::{BufRing, RingBuf};
-use crate::ext::Cqe;
+use crate::driver::op::Cqe;
 
 impl BufRing {
     /// The buffer the kernel filled for `cqe` (which must come from an op that selected from

@@ -37,7 +37,6 @@ use io_uring::types::BufRingEntry;
 use super::RingBuf;
 use crate::context::{self, CoreId};
 use crate::error::context;
-use crate::ext::BufRingExt;
 
 /// A registered ring of provided buffers on the current core.
 ///
@@ -415,3 +414,37 @@ fn map_ring(entries: u16) -> io::Result<(NonNull<BufRingEntry>, usize)> {
     let ring = NonNull::new(ring.cast::<BufRingEntry>()).expect("mmap returned null");
     Ok((ring, ring_bytes))
 }
+
+mod sealed {
+    /// Keeps [`BufRingExt`](super::BufRingExt) implemented by the runtime's types only.
+    pub trait Sealed {}
+}
+
+/// What a reader of a provided-buffer ring ([`BufRing`](BufRing)) reports to
+/// it and waits on: a receive that found the ring empty (`ENOBUFS`) records it, and waits
+/// for a buffer to come back before it re-arms.
+///
+/// Implemented by [`BufRing`](BufRing) only.
+pub trait BufRingExt: sealed::Sealed {
+    /// Records that a receive found the ring empty (its CQE said `ENOBUFS`), so that
+    /// [`BufRing::times_starved`](crate::buf::BufRing::times_starved) can tell a ring too
+    /// small for its load.
+    fn note_starved(&self);
+
+    /// How many buffers have come back to the ring so far. A reader whose receive ended
+    /// with `ENOBUFS` (the ring was empty) keeps this value and re-arms once
+    /// [`poll_returned_since`](BufRingExt::poll_returned_since) says a buffer came back
+    /// since.
+    fn returned(&self) -> u64;
+
+    /// `Ready` once a buffer has come back to the ring since
+    /// [`returned`](BufRingExt::returned) read `seen`; otherwise registers the waker, woken
+    /// by the next return. For re-arming a receive that ended with `ENOBUFS`: read
+    /// `returned` when the kernel reports the empty ring (or check
+    /// [`BufRing::available`](crate::buf::BufRing::available)), then wait for the count to
+    /// move. Counting returns, not buffers in our hands, stays right when many connections
+    /// share the ring and CQEs nobody has taken yet hold buffers.
+    fn poll_returned_since(&self, seen: u64, cx: &mut Context<'_>) -> Poll<()>;
+}
+
+impl sealed::Sealed for BufRing {}
