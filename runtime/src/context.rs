@@ -2,28 +2,32 @@
 //! one `thread_local!` (as tokio's `runtime/context.rs`), and the accessors the rest of the
 //! crate reads it with.
 //!
-//! [`Context`] holds which core's loop runs on this thread (the executor's [`Core`], whose
-//! [`CoreContext`] is what ops, timers and buffer rings reach: the core's id, driver,
-//! timers and receive ring), the running task's cooperative poll budget ([`coop`]), the poll
-//! reference of the task being polled (see `executor::task`), and whether a runtime lives on
-//! this thread. Every field is a `Cell` of a plain value, so the thread-local needs no
-//! destructor and each access is one thread-local address computation, with no lazy
-//! initialisation check: the hot paths (the current core in a spawn, a wake or an op's
-//! submission) read one field with one access.
+//! [`Context`] holds which core runs on this thread, as one [`Entry`]: the core's id and a
+//! pointer to each of its parts, each part owned and read by its own layer (the executor's
+//! `Core`, the driver's `RingContext`: the ring, its features and receive ring; the timers);
+//! the running task's cooperative poll budget ([`coop`]); the poll reference of the task
+//! being polled (see `executor::task`); and the core that lives on this thread. Every field
+//! is a `Cell` of a plain value, so the thread-local needs no destructor and each access is
+//! one thread-local address computation, with no lazy initialisation check: the hot paths
+//! (the current core in a spawn, a wake or an op's submission) read one field with one
+//! access.
 //!
-//! A leaf: `driver`, `time`, `buf` and `executor` import it, and it calls none of them (it
-//! names the types it points at, `Core`, `Driver`, `Timers`, `CoreRing`, and reads their
-//! fields, nothing more). The executor builds each core's `CoreContext` and enters the core
-//! around its loop.
+//! A leaf: it imports nothing of the crate. It keeps the parts' pointers untyped; each layer
+//! casts its own (`executor::with_core`, `driver::with_driver` and kin, `time::with_timers`),
+//! relying on this module's invariant, and the executor, which builds every part, builds the
+//! [`Entry`]. It also keeps the process-wide registry of which cores live ([`CoreId`],
+//! [`core_life`]).
 //!
 //! # Invariant
-//! `core` points at the core whose loop runs on this thread, for exactly as long as an
-//! [`Enter`] for it lives (the executor keeps one across `block_on` and the runtime's
-//! shutdown; the core outlives it); it is null otherwise. `home` points at the core that
-//! lives on this thread (its ring is bound to it), entered or not, from the moment its
-//! runtime is built (or its worker starts) until its shutdown has ended; the core outlives
-//! that span and stays in place (core 0 in the runtime's `Rc`, a worker's on its thread's
-//! stack frame).
+//! The current entry (`core`, `ring`, `timers`, `id`) describes the core whose loop runs on
+//! this thread, for exactly as long as an [`Enter`] for it lives (the executor keeps one
+//! across `block_on` and the runtime's shutdown; the core outlives it); its pointers are null
+//! and its id none otherwise. Each non-null pointer points at that core's part of its type:
+//! `core` at the executor's `Core`, `ring` at the driver's `RingContext`, `timers` at a
+//! `RefCell<Timers>`. `home` is the entry of the core that lives on this thread (its ring is
+//! bound to it), entered or not, from the moment its runtime is built (or its worker
+//! starts) until its shutdown has ended; the core outlives that span and stays in place
+//! (core 0 in the runtime's `Rc`, a worker's on its thread's stack frame).
 //!
 //! # Values that leave their core
 //! A value that holds something of a core (an op in flight, a direct descriptor, a
@@ -34,18 +38,30 @@
 //! core. Once the core has ended ([`core_life`]), every op it had was reaped, so what a value
 //! still holds is released where it is (the ring and its table went with the core).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::ptr;
 use std::sync::Mutex;
-
-use crate::driver::bufring::CoreRing;
-use crate::driver::{Driver, Features};
-use crate::executor::Core;
-use crate::time::Timers;
 
 /// Identifies one core (one ring and its loop) for the life of the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CoreId(u64);
+
+/// A core's parts, as a thread enters them (module invariant): the core's id and untyped
+/// pointers to the executor's `Core`, the driver's `RingContext` and the core's
+/// `RefCell<Timers>`. Built by the executor only.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub(crate) id: CoreId,
+    pub(crate) core: *const (),
+    pub(crate) ring: *const (),
+    pub(crate) timers: *const (),
+}
+
+/// An [`Entry`] as the thread-local keeps it: the id's number (0: none) and the pointers.
+type RawEntry = (u64, *const (), *const (), *const ());
+
+/// No core: the id 0 is never given, and every pointer is null.
+const NONE: RawEntry = (0, ptr::null(), ptr::null(), ptr::null());
 
 impl CoreId {
     /// A new id, never given before in this process; the core is [`CoreLife::Live`] until
@@ -110,36 +126,22 @@ pub(crate) fn core_life(id: CoreId) -> CoreLife {
     }
 }
 
-/// What ops, timers and buffer rings need of their core. Lives on its core's thread, in
-/// its [`Core`].
-pub(crate) struct CoreContext {
-    pub(crate) id: CoreId,
-    pub(crate) driver: RefCell<Driver>,
-    pub(crate) timers: RefCell<Timers>,
-    /// The driver's features, copied out so reading them needs no borrow of the driver.
-    pub(crate) features: Features,
-    /// The core's shared receive ring (`buf::core_ring`), made on first use.
-    pub(crate) recv_ring: RefCell<CoreRing>,
-    /// How often the receive ring grew, and the `ENOBUFS` its replaced rings saw (for the
-    /// metrics; the current ring counts its own).
-    pub(crate) recv_grown: Cell<(u64, u64)>,
-    /// Direct descriptors of this ring's table owned by a `SharedFd` (for the metrics).
-    pub(crate) fixed_in_use: Cell<u64>,
-}
-
 /// Every per-thread pointer and state of the runtime (see the module documentation).
 struct Context {
-    /// The core whose loop runs on this thread; null outside one (module invariant).
-    core: Cell<*const Core>,
+    /// The entered core's id (0: none), and its parts (module invariant).
+    id: Cell<u64>,
+    core: Cell<*const ()>,
+    ring: Cell<*const ()>,
+    timers: Cell<*const ()>,
     /// Ops the running task may still complete in this poll ([`coop`]).
     budget: Cell<u32>,
     /// The task this thread is polling whose poll reference is still unclaimed (its header's
     /// address, only ever compared), or null: see `executor::task`.
     poll_ref: Cell<*const ()>,
     /// The core that lives on this thread (its ring is bound to it), entered or not, from
-    /// its build to the end of its shutdown; null if none (module invariant). A second
-    /// runtime on the thread is refused while it is set.
-    home: Cell<*const Core>,
+    /// its build to the end of its shutdown, as its entry; `NONE` if none (module
+    /// invariant). A second runtime on the thread is refused while it is set.
+    home: Cell<RawEntry>,
     /// Task cells allocated minus freed on this thread (the task tests' leak check).
     #[cfg(all(test, not(loom)))]
     live_tasks: Cell<isize>,
@@ -151,35 +153,51 @@ const _: () = assert!(!std::mem::needs_drop::<Context>());
 thread_local! {
     static CONTEXT: Context = const {
         Context {
+            id: Cell::new(0),
             core: Cell::new(ptr::null()),
+            ring: Cell::new(ptr::null()),
+            timers: Cell::new(ptr::null()),
             budget: Cell::new(u32::MAX),
             poll_ref: Cell::new(ptr::null()),
-            home: Cell::new(ptr::null()),
+            home: Cell::new(NONE),
             #[cfg(all(test, not(loom)))]
             live_tasks: Cell::new(0),
         }
     };
 }
 
-/// Makes `core` this thread's current core for its lifetime (restoring the one before on
+/// Makes a core this thread's current core for its lifetime (restoring the one before on
 /// drop).
 pub(crate) struct Enter {
-    prev: *const Core,
+    prev: RawEntry,
 }
 
 impl Enter {
-    /// Enters `core`. The caller keeps `core` alive and in place while the guard lives.
-    pub(crate) fn new(core: &Core) -> Enter {
+    /// Enters the core `entry` describes. The caller keeps that core alive and in place while
+    /// the guard lives (module invariant).
+    pub(crate) fn new(entry: Entry) -> Enter {
         Enter {
-            prev: CONTEXT.with(|c| c.core.replace(core)),
+            prev: swap((entry.id.0, entry.core, entry.ring, entry.timers)),
         }
     }
 }
 
 impl Drop for Enter {
     fn drop(&mut self) {
-        CONTEXT.with(|c| c.core.set(self.prev));
+        swap(self.prev);
     }
+}
+
+/// Sets the current entry, returning the one before.
+fn swap(e: RawEntry) -> RawEntry {
+    CONTEXT.with(|c| {
+        (
+            c.id.replace(e.0),
+            c.core.replace(e.1),
+            c.ring.replace(e.2),
+            c.timers.replace(e.3),
+        )
+    })
 }
 
 /// Whether this thread runs a core's loop (inside `block_on` or the runtime's shutdown).
@@ -188,94 +206,34 @@ pub(crate) fn entered() -> bool {
     !CONTEXT.with(|c| c.core.get()).is_null()
 }
 
-/// Runs `f` on the current core; `None` outside a runtime. One thread-local access.
-#[inline(always)]
-pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    let p = CONTEXT.with(|c| c.core.get());
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: `core` is non-null only while its core is alive and entered on this
-        // thread (module invariant); the reference does not leave this call.
-        Some(f(unsafe { &*p }))
-    }
-}
-
-/// Runs `f` on the current core's context; `None` outside a runtime.
-#[inline]
-pub(crate) fn with_current<R>(f: impl FnOnce(&CoreContext) -> R) -> Option<R> {
-    with_core(|core| f(&core.ctx))
-}
-
-/// The current core's id, or `None` outside a runtime.
+/// The current core's id, or `None` outside a runtime. One thread-local access.
 #[inline]
 pub(crate) fn current_core_id() -> Option<CoreId> {
-    with_current(|c| c.id)
-}
-
-/// The current core's ring features, or `None` outside a runtime.
-#[inline]
-pub(crate) fn current_features() -> Option<Features> {
-    with_current(|c| c.features)
-}
-
-/// Runs `f` with the current core's driver. Op data the driver frees meanwhile stays on
-/// its dead list: a caller that may free some drops `Driver::take_dead` after this returns
-/// (see `driver::with_driver_freeing`).
-///
-/// # Panics
-/// Outside a runtime, or re-entered from inside the driver (a broken invariant).
-pub(crate) fn with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    with_current(|c| f(&mut c.driver.borrow_mut())).unwrap_or_else(|| outside_runtime())
-}
-
-/// Runs `f` with the current core's driver if this thread runs a core and the driver is not
-/// borrowed (a wake from inside the driver, while it reaps); else `None`.
-pub(crate) fn try_with_driver<R>(f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
-    with_current(|c| c.driver.try_borrow_mut().ok().map(|mut d| f(&mut d))).flatten()
-}
-
-/// Runs `f` with the current core's id and driver (a chain's submission and polls).
-///
-/// # Panics
-/// Outside a runtime.
-#[inline]
-pub(crate) fn with_core_driver<R>(f: impl FnOnce(CoreId, &mut Driver) -> R) -> R {
-    // SAFETY: the reference is used only within this call.
-    let (id, driver) = unsafe { current_driver() };
-    f(id, &mut driver.borrow_mut())
-}
-
-/// The current core's id and driver, for the op futures' hot path (no closure for the
-/// inliner to weigh: an op's poll then flattens into its task's). One thread-local access.
-///
-/// # Panics
-/// Outside a runtime.
-///
-/// # Safety
-/// The reference must not be kept past the caller's scope: the core lives only while it is
-/// entered (module invariant), which outlasts any one poll on this thread.
-#[inline(always)]
-pub(crate) unsafe fn current_driver<'a>() -> (CoreId, &'a RefCell<Driver>) {
-    let p = CONTEXT.with(|c| c.core.get());
-    if p.is_null() {
-        outside_runtime();
+    match CONTEXT.with(|c| c.id.get()) {
+        0 => None,
+        id => Some(CoreId(id)),
     }
-    // SAFETY: non-null, so a live, entered core (module invariant); the caller bounds the
-    // reference's use.
-    let ctx = unsafe { &(*p).ctx };
-    (ctx.id, &ctx.driver)
 }
 
-#[cold]
-#[inline(never)]
-fn outside_runtime() -> ! {
-    panic!("an io_uring op was used outside of a runtime")
+/// The entered core's executor part (the `Core`), or null outside one (module invariant:
+/// the executor casts it).
+#[inline(always)]
+pub(crate) fn core_ptr() -> *const () {
+    CONTEXT.with(|c| c.core.get())
 }
 
-/// Runs `f` with the current core's timers; `None` outside a runtime.
-pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
-    with_current(|c| f(&mut c.timers.borrow_mut(), c.id))
+/// The entered core's id and driver part (the `RingContext`), or null outside one (module
+/// invariant: the driver casts it). One thread-local access.
+#[inline(always)]
+pub(crate) fn ring_ptr() -> *const () {
+    CONTEXT.with(|c| c.ring.get())
+}
+
+/// The entered core's timers (a `RefCell<Timers>`), or null outside one (module
+/// invariant: `time` casts it).
+#[inline]
+pub(crate) fn timers_ptr() -> *const () {
+    CONTEXT.with(|c| c.timers.get())
 }
 
 /// Marks `task` (a task header's address) as the task this thread polls, its poll
@@ -301,22 +259,21 @@ pub(crate) fn take_poll_ref(task: *const ()) -> bool {
 
 /// Whether a runtime's core lives on this thread.
 pub(crate) fn runtime_alive() -> bool {
-    !CONTEXT.with(|c| c.home.get()).is_null()
+    CONTEXT.with(|c| c.home.get().0) != 0
 }
 
-/// Records that `core` lives on this thread (its runtime was built or its worker started),
-/// or, with `None`, that its shutdown has ended. The caller keeps the core alive and in
-/// place until it clears it (module invariant).
-pub(crate) fn set_home(core: Option<&Core>) {
-    CONTEXT.with(|c| c.home.set(core.map_or(ptr::null(), |c| c as *const Core)));
+/// Records that the core `entry` describes lives on this thread (its runtime was built or
+/// its worker started), or, with `None`, that its shutdown has ended. The caller keeps the
+/// core alive and in place until it clears it (module invariant).
+pub(crate) fn set_home(entry: Option<Entry>) {
+    let e = entry.map_or(NONE, |e| (e.id.0, e.core, e.ring, e.timers));
+    CONTEXT.with(|c| c.home.set(e));
 }
 
-/// Runs `f` with the core that lives on this thread (entered or not); `None` if none does.
-pub(crate) fn with_home<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
-    let home = CONTEXT.with(|c| c.home.get());
-    // SAFETY: a non-null `home` is alive and in place (module invariant); the reference does
-    // not leave this call.
-    (!home.is_null()).then(|| f(unsafe { &*home }))
+/// The executor part (the `Core`) of the core that lives on this thread, entered or not;
+/// null if none does (module invariant).
+pub(crate) fn home_core_ptr() -> *const () {
+    CONTEXT.with(|c| c.home.get().1)
 }
 
 /// Enters this thread's home core when no core is entered (a value dropped after `block_on`
@@ -328,11 +285,11 @@ pub(crate) fn enter_home() -> Option<Enter> {
         if c.core.get().is_null() {
             c.home.get()
         } else {
-            ptr::null()
+            NONE
         }
     });
-    // SAFETY: a non-null `home` is alive and in place (module invariant).
-    (!home.is_null()).then(|| Enter::new(unsafe { &*home }))
+    // The home entry stays valid while it is set (module invariant).
+    (home.0 != 0).then(|| Enter { prev: swap(home) })
 }
 
 #[cfg(all(test, not(loom)))]

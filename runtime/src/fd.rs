@@ -133,9 +133,9 @@ impl Drop for RealFd {
 /// driver in use (never expected: op data is dropped outside its borrow) or no runtime on
 /// this thread: nothing to tell.
 fn release(fd: RawFd) {
-    if context::try_with_driver(|d| d.release_fd(fd)).is_none() {
+    if crate::driver::try_with_driver(|d| d.release_fd(fd)).is_none() {
         let _home = crate::driver::EnterHome::new();
-        let _ = context::try_with_driver(|d| d.release_fd(fd));
+        let _ = crate::driver::try_with_driver(|d| d.release_fd(fd));
     }
 }
 
@@ -178,7 +178,7 @@ impl Fixed {
                 what()
             )));
         }
-        if !context::current_features().is_some_and(|f| f.fixed_fd_install) {
+        if !crate::driver::current_features().is_some_and(|f| f.fixed_fd_install) {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 format!(
@@ -201,26 +201,29 @@ impl Drop for Fixed {
             return;
         };
         // On its core, one context read: the check and the metrics' count together.
-        let here = |c: &context::CoreContext| {
+        let here = |c: &crate::driver::RingContext| {
             let here = c.id == core;
             if here {
                 c.fixed_in_use.set(c.fixed_in_use.get().saturating_sub(1));
             }
             here
         };
-        let (on_core, _home) = match context::with_current(here) {
+        let (on_core, _home) = match crate::driver::with_current(here) {
             Some(on_core) => (on_core, None),
             // No core entered: on the core's own thread outside its loop (after `block_on`
             // returned), the core is entered for the close.
             None => {
                 let home = crate::driver::EnterHome::new();
-                (context::with_current(here).unwrap_or(false), Some(home))
+                (
+                    crate::driver::with_current(here).unwrap_or(false),
+                    Some(home),
+                )
             }
         };
         if on_core {
             // `None` (the driver is borrowed: never, as op data is dropped outside its
             // borrow) leaves the slot taken until the ring closes, never freed early.
-            let _ = context::try_with_driver(|d| d.close_fixed_now(self.index));
+            let _ = crate::driver::try_with_driver(|d| d.close_fixed_now(self.index));
         }
         // Elsewhere the core has ended and its table went with its ring: nothing to close.
     }
@@ -229,7 +232,7 @@ impl Drop for Fixed {
 /// Runs `f` with the current core's driver if it can be borrowed, then drops the data of
 /// ops that finished meanwhile outside the borrow (a synchronous op reaps other CQEs).
 fn with_driver_freeing<R>(f: impl FnOnce(&mut crate::driver::Driver) -> R) -> Option<R> {
-    let (r, dead) = context::try_with_driver(|d| {
+    let (r, dead) = crate::driver::try_with_driver(|d| {
         let r = f(d);
         (r, d.take_dead())
     })?;
@@ -263,7 +266,7 @@ impl SharedFd {
     /// nothing else owns it: the last clone's drop closes it.
     pub unsafe fn from_fixed(index: u32) -> SharedFd {
         // One context read: this core, and the metrics' count of slots held.
-        let core = context::with_current(|c| {
+        let core = crate::driver::with_current(|c| {
             c.fixed_in_use.set(c.fixed_in_use.get() + 1);
             c.id
         });

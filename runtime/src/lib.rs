@@ -91,7 +91,7 @@ pub mod task {
 /// fallback (say, multishot receives from a buffer ring or plain reads) may call it per
 /// socket. Cores of one runtime are built alike, but each probes its own ring.
 pub fn features() -> Option<Features> {
-    context::current_features()
+    crate::driver::current_features()
 }
 
 /// The current core's counters, read now; `None` outside a runtime. (From other threads,

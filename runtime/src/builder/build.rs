@@ -201,7 +201,7 @@ impl Builder {
         };
         // Core 0 lives on this thread from now on, in place in its `Rc` until the runtime's
         // drop clears this.
-        context::set_home(Some(&rt.core));
+        context::set_home(Some(rt.core.entry()));
         if cfg!(feature = "tracing") || std::env::var_os("RUNTIME_LOG").is_some() {
             if let Some(p) = self.kernel {
                 crate::trace::rt_info!(

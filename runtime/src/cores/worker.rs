@@ -87,7 +87,7 @@ fn worker_main(
     }
     // The core stays in place in this frame until it is dropped below, after this is
     // cleared.
-    crate::context::set_home(Some(&core));
+    crate::context::set_home(Some(core.entry()));
     let res = catch_unwind(AssertUnwindSafe(|| core.block_on(wait_for_stop(shared))));
     // Whatever happened, the core's tasks and ops are dropped and reaped on this thread.
     core.shutdown();

@@ -37,7 +37,7 @@ impl Drop for EnterHome {
         // Still entered: what the reap frees is released on the core (outside the driver's
         // borrow, safety rule 2 of `op`). A driver borrowed here (never: no loop runs on
         // this thread while it is not entered) skips the turn; the next one does it.
-        let dead = context::try_with_driver(|d| {
+        let dead = crate::driver::try_with_driver(|d| {
             d.park(false, None);
             d.reap(Waker::wake);
             d.take_dead()

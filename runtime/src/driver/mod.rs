@@ -20,6 +20,7 @@
 mod backend;
 mod buf_rings;
 pub(crate) mod bufring;
+mod current;
 mod enter;
 pub(crate) mod features;
 mod fixed;
@@ -40,10 +41,12 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types};
 
-use crate::context;
-
 pub use backend::Backend;
 pub(crate) use backend::Kernel;
+pub(crate) use current::{
+    current_driver, current_features, try_with_driver, with_core_driver, with_current, with_driver,
+    RingContext,
+};
 pub use features::Features;
 pub(crate) use features::{bit as feature_bit, RingConfig};
 pub(crate) use home::EnterHome;
@@ -58,7 +61,7 @@ use slots::Slots;
 /// # Panics
 /// Outside a runtime.
 pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
-    let (r, dead) = context::with_driver(|d| {
+    let (r, dead) = with_driver(|d| {
         let r = f(d);
         (r, d.take_dead())
     });

@@ -38,9 +38,9 @@ use std::time::Instant;
 
 use slab::Slab;
 
-use crate::context::{self, coop, CoreContext};
+use crate::context::{self, coop, Entry};
 use crate::driver::bufring::CoreRing;
-use crate::driver::{Driver, RingConfig};
+use crate::driver::{Driver, RingConfig, RingContext};
 use crate::time::Timers;
 pub(crate) use balance::Fresh;
 pub use dump::{dump, dump_all, TaskDump};
@@ -73,10 +73,12 @@ const SPIN_AFTER_REMOTE_WAKE: std::time::Duration = std::time::Duration::from_mi
 /// One core: its ring, its queues, its timers. Lives on its thread only.
 pub(crate) struct Core {
     pub(crate) shared: Arc<Shared>,
-    /// What ops, timers and buffer rings reach through the thread's context: the id
+    /// What ops, fds and buffer rings reach through the thread's context: the id
     /// (`shared.id`, kept here so the op hot path reads it without going through the
-    /// `Arc`), the driver and the timers.
-    pub(crate) ctx: CoreContext,
+    /// `Arc`), the driver, its features, the receive ring.
+    pub(crate) ctx: RingContext,
+    /// The core's timers (`time` reaches them through the thread's context).
+    timers: RefCell<Timers>,
     /// Every core of this core's runtime, for `spawn_on`.
     pub(crate) set: Arc<CoreSet>,
     queue: LocalQueue,
@@ -98,7 +100,28 @@ pub(crate) struct Core {
     task_ids: IdBlock,
 }
 
-pub(crate) use context::with_core;
+/// Runs `f` on the current core; `None` outside a runtime. One thread-local access.
+#[inline(always)]
+pub(crate) fn with_core<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    let p = context::core_ptr();
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: a non-null `core` pointer points at the entered core's `Core`, alive while
+        // it is entered on this thread (`context`'s invariant, built by `Core::entry`); the
+        // reference does not leave this call.
+        Some(f(unsafe { &*p.cast::<Core>() }))
+    }
+}
+
+/// Runs `f` with the core that lives on this thread, entered or not; `None` if none does.
+fn with_home<R>(f: impl FnOnce(&Core) -> R) -> Option<R> {
+    let p = context::home_core_ptr();
+    // SAFETY: a non-null home pointer points at the `Core` that lives on this thread, alive
+    // and in place while it is set (`context`'s invariant, set from `Core::entry`); the
+    // reference does not leave this call.
+    (!p.is_null()).then(|| f(unsafe { &*p.cast::<Core>() }))
+}
 
 /// Runs `f` with the current core if it is `owner`'s: this thread runs that core's loop (a
 /// wake here is local). `None` on any other thread, or outside the loop. One thread-local
@@ -116,7 +139,7 @@ pub(crate) fn live_metrics(shared: &Shared) -> Option<crate::CoreMetrics> {
         Some(Some(m)) => m,
         // This thread runs another core's loop: `shared`'s is elsewhere.
         Some(None) => None,
-        None => context::with_home(|core| on(core).then(|| core.snapshot()).flatten()).flatten(),
+        None => with_home(|core| on(core).then(|| core.snapshot()).flatten()).flatten(),
     }
 }
 
@@ -159,15 +182,15 @@ impl Core {
         let histograms = set.histograms;
         shared.ring_fd.store(driver.ring_fd(), Ordering::Release);
         Ok(Core {
-            ctx: CoreContext {
+            ctx: RingContext {
                 id: shared.id,
                 driver: RefCell::new(driver),
-                timers: RefCell::new(Timers::default()),
                 features,
                 recv_ring: RefCell::new(CoreRing::default()),
                 recv_grown: Cell::new((0, 0)),
                 fixed_in_use: Cell::new(0),
             },
+            timers: RefCell::new(Timers::default()),
             shared,
             set,
             queue: LocalQueue::new(),
@@ -180,6 +203,17 @@ impl Core {
             spare_wakers: RefCell::new(Vec::new()),
             task_ids: IdBlock::new(),
         })
+    }
+
+    /// The core's parts, for the thread's context to enter (`context`'s invariant: each
+    /// pointer at the part of the type its layer casts it to).
+    pub(crate) fn entry(&self) -> Entry {
+        Entry {
+            id: self.ctx.id,
+            core: (self as *const Core).cast(),
+            ring: (&self.ctx as *const RingContext).cast(),
+            timers: (&self.timers as *const RefCell<Timers>).cast(),
+        }
     }
 
     fn spawn<F>(&self, future: F, loc: Loc) -> JoinHandle<F::Output>
@@ -217,7 +251,7 @@ impl Core {
             "cannot start a runtime's block_on from inside a runtime: this thread already \
              runs one (await the future instead, or spawn it)"
         );
-        let _enter = context::Enter::new(self);
+        let _enter = context::Enter::new(self.entry());
         let main = Arc::new(MainWaker {
             woken: AtomicBool::new(true),
             shared: self.shared.clone(),
@@ -253,7 +287,7 @@ impl Core {
             self.drain_remote();
         }
         let mut wakers = std::mem::take(&mut *self.spare_wakers.borrow_mut());
-        let deadline = self.ctx.timers.borrow_mut().fire(&mut wakers);
+        let deadline = self.timers.borrow_mut().fire(&mut wakers);
         for w in wakers.drain(..) {
             w.wake();
         }
@@ -372,7 +406,7 @@ impl Core {
 
     /// Drops every task, closes the remote queue, cancels and reaps every op.
     pub(crate) fn shutdown(&self) {
-        let _enter = context::Enter::new(self);
+        let _enter = context::Enter::new(self.entry());
         loop {
             // Never-polled tasks first (their drops may spawn more, which end here too).
             let fresh = self.cancel_fresh();
@@ -396,7 +430,7 @@ impl Core {
             drop(run);
             list.shutdown();
         }
-        let timers = std::mem::take(&mut *self.ctx.timers.borrow_mut());
+        let timers = std::mem::take(&mut *self.timers.borrow_mut());
         drop(timers);
         self.ctx.driver.borrow_mut().shutdown_start();
         loop {

@@ -280,5 +280,5 @@ fn msg_ring_wake(target: &Shared) -> bool {
         return false;
     }
     // A wake from inside the driver (while it reaps) takes the eventfd path.
-    context::try_with_driver(|d| d.msg_ring(fd, target.index)).unwrap_or(false)
+    crate::driver::try_with_driver(|d| d.msg_ring(fd, target.index)).unwrap_or(false)
 }

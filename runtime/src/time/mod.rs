@@ -19,3 +19,18 @@ pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
 pub use sleep::{sleep, sleep_until, Sleep};
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 pub(crate) use timers::{TimerKey, Timers};
+
+use crate::context::{self, CoreId};
+
+/// Runs `f` with the current core's timers and id; `None` outside a runtime.
+pub(crate) fn with_timers<R>(f: impl FnOnce(&mut Timers, CoreId) -> R) -> Option<R> {
+    let (p, id) = (context::timers_ptr(), context::current_core_id()?);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `timers` pointer points at the entered core's `RefCell<Timers>`,
+    // alive while it is entered on this thread (`context`'s invariant); the reference does
+    // not leave this call.
+    let timers = unsafe { &*p.cast::<std::cell::RefCell<Timers>>() };
+    Some(f(&mut timers.borrow_mut(), id))
+}

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::TimerKey;
-use crate::context::{self, CoreId};
+use crate::context::CoreId;
 
 /// A future that completes at a deadline. Made by [`sleep`] and [`sleep_until`].
 #[must_use = "futures do nothing unless awaited"]
@@ -68,7 +68,7 @@ impl Sleep {
 
     fn unregister(&mut self) {
         if let Some((key, core)) = self.entry.take() {
-            context::with_timers(|t, id| {
+            super::with_timers(|t, id| {
                 if id == core {
                     t.remove(key);
                 }
@@ -88,7 +88,7 @@ impl Future for Sleep {
         }
         let deadline = this.deadline;
         let entry = &mut this.entry;
-        context::with_timers(|t, id| match entry {
+        super::with_timers(|t, id| match entry {
             Some((key, core)) if *core == id => match t.waker_mut(*key) {
                 Some(w) => {
                     if !w.will_wake(cx.waker()) {

@@ -3,7 +3,6 @@
 //! context (`CoreContext::recv_ring`) and drops it at shutdown, once its ops are reaped.
 
 use super::BufRing;
-use crate::context;
 
 impl CoreRing {
     /// For the metrics: the ring's buffers, those out of it, and the `ENOBUFS` it saw.
@@ -52,7 +51,7 @@ const CORE_RING_START: u16 = 16;
 /// this core could not register one (then callers fall back to a buffer of their own per
 /// read); the first failure is not retried.
 pub fn core_ring() -> Option<BufRing> {
-    context::with_current(|ctx| {
+    crate::driver::with_current(|ctx| {
         let features = ctx.features;
         if !features.recv_multishot {
             return None;
@@ -80,7 +79,7 @@ pub fn core_ring() -> Option<BufRing> {
 /// its last buffer is back and its last op is done. `None`: nothing changed (the ring is
 /// already at its size, was already replaced, or a new one could not be registered).
 pub fn grow_core_ring(ring: &BufRing) -> Option<BufRing> {
-    context::with_current(|ctx| {
+    crate::driver::with_current(|ctx| {
         let max = ctx.features.recv_ring_entries;
         let bigger = {
             let current = ctx.recv_ring.borrow();

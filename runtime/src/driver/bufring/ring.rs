@@ -161,7 +161,7 @@ impl BufRing {
         }
         inner.publish();
         let flags = if incremental { IOU_PBUF_RING_INC } else { 0 };
-        let res = context::with_driver(|d| {
+        let res = crate::driver::with_driver(|d| {
             // SAFETY: the ring memory is mapped, page-aligned and stays valid until the group is
             // unregistered (in `Inner::drop`, before the unmap).
             unsafe { d.register_buf_ring(ring.as_ptr() as u64, entries, inner.bgid, flags) }
@@ -215,7 +215,7 @@ impl BufRing {
         if context::current_core_id() != Some(self.inner.core) {
             return None;
         }
-        let head = context::with_driver(|d| d.buf_ring_head(self.inner.bgid)).ok()?;
+        let head = crate::driver::with_driver(|d| d.buf_ring_head(self.inner.bgid)).ok()?;
         Some(self.inner.tail.get().wrapping_sub(head))
     }
 
@@ -331,7 +331,7 @@ impl Drop for Inner {
             (self.registered.get() && !context::entered()).then(crate::driver::EnterHome::new);
         if self.registered.get() && context::current_core_id() == Some(self.core) {
             let bgid = self.bgid;
-            if let Err(e) = context::with_driver(|d| d.unregister_buf_ring(bgid)) {
+            if let Err(e) = crate::driver::with_driver(|d| d.unregister_buf_ring(bgid)) {
                 // The kernel may still pick from the ring: its memory is kept (leaked), never
                 // freed under it.
                 crate::trace::rt_warn!(

@@ -97,7 +97,7 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
             }
             let flag = this.flag;
             let ops = &mut this.ops;
-            context::with_core_driver(|id, driver| {
+            crate::driver::with_core_driver(|id, driver| {
                 driver.reserve_sq(ops.len())?;
                 push_chain(id, driver, ops, cx.waker(), flag);
                 Ok::<(), io::Error>(())
@@ -113,7 +113,7 @@ impl<T: Completable, S: Prep> Future for Link<T, S> {
                     // Nothing to do until the rest of the chain completes: let the next wait
                     // ask the kernel for all of it.
                     let left = this.ops.len() - this.outputs.len();
-                    context::with_core_driver(|_, driver| driver.expect_batch(left));
+                    crate::driver::with_core_driver(|_, driver| driver.expect_batch(left));
                     return Poll::Pending;
                 }
             }

@@ -169,8 +169,9 @@ impl<T: 'static> MultiOp<T> {
         match &mut self.state {
             State::Unsubmitted { sqe, .. } => {
                 let ring = self.buf_ring.take();
-                let key =
-                    context::with_driver(|d| d.submit_multi((**sqe).clone(), self.backlog, ring));
+                let key = crate::driver::with_driver(|d| {
+                    d.submit_multi((**sqe).clone(), self.backlog, ring)
+                });
                 let State::Unsubmitted { data, .. } =
                     std::mem::replace(&mut self.state, State::Done)
                 else {
@@ -189,7 +190,7 @@ impl<T: 'static> MultiOp<T> {
         };
         let key = *key;
         // The poll budget is checked (and spent) only once a CQE is there.
-        match context::with_driver(|d| d.poll_multi(key, cx)) {
+        match crate::driver::with_driver(|d| d.poll_multi(key, cx)) {
             Poll::Ready(cqe) => {
                 if !cqe.more() {
                     if let State::Submitted { data, .. } =
@@ -210,7 +211,7 @@ impl<T: 'static> MultiOp<T> {
         if let State::Submitted { key, core, .. } = &self.state {
             if context::current_core_id() == Some(*core) {
                 let key = *key;
-                context::with_driver(|d| d.cancel(key));
+                crate::driver::with_driver(|d| d.cancel(key));
             }
         }
     }

@@ -159,7 +159,7 @@ impl<T: Completable, S: Prep> Future for Op<T, S> {
             State::Submitted { key, core } => (key, core),
             State::Unsubmitted => {
                 // SAFETY: the reference is used within this poll only.
-                let (id, driver) = unsafe { context::current_driver() };
+                let (id, driver) = unsafe { crate::driver::current_driver() };
                 // The first poll submits with the waker in place: the CQE cannot be there.
                 this.submit_on(id, &mut driver.borrow_mut(), cx.waker(), None);
                 return Poll::Pending;
@@ -167,7 +167,7 @@ impl<T: Completable, S: Prep> Future for Op<T, S> {
             State::Done => polled_after_completion(),
         };
         // SAFETY: as above.
-        let (id, driver) = unsafe { context::current_driver() };
+        let (id, driver) = unsafe { crate::driver::current_driver() };
         if core != id {
             polled_on_other_core();
         }
@@ -220,7 +220,7 @@ impl<T: Completable, S: Prep> Op<T, S> {
             };
             let noop = std::task::Waker::noop();
             // SAFETY: the reference is used within this call only.
-            let (_, driver) = unsafe { context::current_driver() };
+            let (_, driver) = unsafe { crate::driver::current_driver() };
             self.submit_on(id, &mut driver.borrow_mut(), noop, None);
         }
         let State::Submitted { key, core } = self.state else {
