@@ -110,7 +110,7 @@ fn epoll_can_be_forced_and_says_why() {
     let shown = f.to_string();
     assert!(
         shown.starts_with(
-            "backend: epoll (forced by Builder::backend); granted: buf_ring|recv_multishot; off: "
+            "backend: epoll (forced by Builder::backend); granted: buf_ring|recv_multishot|recv_limit; off: "
         ),
         "{shown}"
     );

@@ -12,7 +12,7 @@ use runtime::{Backend, Builder, Features};
 
 /// Each feature: its name (as `Display` prints it), the first kernel that has it, and its
 /// state in `f`.
-fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 9] {
+fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 10] {
     [
         ("registered_ring_fd", (5, 18), f.registered_ring_fd),
         ("no_sqarray", (6, 6), f.no_sqarray),
@@ -24,6 +24,7 @@ fn each(f: &Features) -> [(&'static str, (u32, u32), bool); 9] {
         ("fixed_fd_install", (6, 8), f.fixed_fd_install),
         // 6.12 has it, but the runtime takes it only where CQE order is kept (6.16).
         ("recv_incremental", (6, 16), f.recv_incremental),
+        ("recv_limit", (6, 17), f.recv_limit),
     ]
 }
 
@@ -64,8 +65,9 @@ fn epoll_checked(f: &Features) -> bool {
     runtime::ext::testing::require("the io_uring backend", false);
     let line = f.to_string();
     for (name, _, on) in each(f) {
-        // The backend carries out provided-buffer rings and multishot receives itself.
-        let epoll_has = matches!(name, "buf_ring" | "recv_multishot");
+        // The backend carries out provided-buffer rings and multishot receives (with their
+        // byte limit) itself.
+        let epoll_has = matches!(name, "buf_ring" | "recv_multishot" | "recv_limit");
         if on {
             assert!(epoll_has, "{name} granted on the epoll backend: {line}");
             continue;

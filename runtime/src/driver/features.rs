@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use super::kernel::Profile;
+use super::kernel::{Has, Profile, SqeBit};
 use super::{Backend, RingFlags};
 
 /// One bit per feature, in [`Features::asked`] and [`RingConfig::asked`].
@@ -31,8 +31,20 @@ pub(crate) mod bit {
     pub(crate) const FIXED_FD_INSTALL: u16 = 1 << 7;
     /// [`super::Features::recv_incremental`].
     pub(crate) const RECV_INCREMENTAL: u16 = 1 << 8;
+    /// [`super::Features::recv_limit`].
+    pub(crate) const RECV_LIMIT: u16 = 1 << 9;
     /// Every feature: what a default [`crate::Builder`] asks for.
-    pub(crate) const ALL: u16 = (1 << 9) - 1;
+    pub(crate) const ALL: u16 = (1 << 10) - 1;
+}
+
+/// The feature bits a kernel profile's release lacks: its `Feature` rows in the kernel
+/// table, and [`Features::recv_limit`], which the table knows as an SQE field
+/// (`SqeBit::RecvLimit`, the row its SQE gate refuses).
+pub(crate) fn profile_lacks(profile: Option<Profile>) -> u16 {
+    profile.map_or(0, |p| {
+        let limit = !p.has(Has::Sqe(SqeBit::RecvLimit));
+        p.lacks() | if limit { bit::RECV_LIMIT } else { 0 }
+    })
 }
 
 /// Default [`Features::recv_ring_entries`].
@@ -157,6 +169,14 @@ pub struct Features {
     /// multishot's last CQE late). Builder switch:
     /// [`Builder::recv_incremental`](crate::Builder::recv_incremental).
     pub recv_incremental: bool,
+    /// A multishot receive may carry a byte limit in `sqe->optlen` (Linux 6.17; granted on
+    /// a kernel of that release or newer, as no feature flag or probe says it): the kernel
+    /// ends the receive once it has received that many bytes, so a connection nobody reads
+    /// holds a bounded share of the buffer ring. Used with
+    /// [`recv_multishot`](Features::recv_multishot); without it the read path's only bound
+    /// is the driver's cancel of a multishot op whose CQEs wait unread. The epoll backend
+    /// plays the limit itself. No builder switch.
+    pub recv_limit: bool,
     /// Entries of the per-core provided-buffer ring the read path creates (a power of two,
     /// default 1024). Set with [`Builder::recv_buffers`](crate::Builder::recv_buffers).
     pub recv_ring_entries: u16,
@@ -181,8 +201,7 @@ impl Features {
     /// Features of a ring built from `config`, granting `granted` ([`bit`]s, already
     /// limited to those asked for).
     pub(crate) fn new(config: &RingConfig, granted: u16) -> Features {
-        let lacks = config.profile.map_or(0, |p| p.lacks());
-        let granted = granted & config.asked & !lacks;
+        let granted = granted & config.asked & !profile_lacks(config.profile);
         let on = |b: u16| granted & b != 0;
         Features {
             backend: Backend::IoUring,
@@ -199,6 +218,7 @@ impl Features {
             direct_descriptors: on(bit::DIRECT_DESCRIPTORS),
             fixed_fd_install: on(bit::FIXED_FD_INSTALL),
             recv_incremental: on(bit::RECV_INCREMENTAL),
+            recv_limit: on(bit::RECV_LIMIT),
             recv_ring_entries: config.recv_ring_entries,
             recv_ring_buf_len: config.recv_ring_buf_len,
             fixed_files: 0,
@@ -209,8 +229,8 @@ impl Features {
     }
 
     /// The features of the readiness backend, chosen because of `why`: provided-buffer
-    /// rings and multishot receives (which it carries out itself, so the default read path
-    /// is the same), every other io_uring feature off.
+    /// rings, multishot receives and their byte limit (which it carries out itself, so the
+    /// default read path is the same), every other io_uring feature off.
     pub(crate) fn readiness(config: &RingConfig, why: &'static str) -> Features {
         // A kernel profile limits the ring, not this backend; it is still reported.
         let unprofiled = RingConfig {
@@ -221,7 +241,10 @@ impl Features {
             backend: Backend::Epoll,
             backend_reason: why,
             profile: config.profile,
-            ..Features::new(&unprofiled, bit::BUF_RING | bit::RECV_MULTISHOT)
+            ..Features::new(
+                &unprofiled,
+                bit::BUF_RING | bit::RECV_MULTISHOT | bit::RECV_LIMIT,
+            )
         }
     }
 
@@ -251,7 +274,7 @@ impl Features {
     }
 
     /// Each feature's name, bit and state, in `Display` order.
-    fn each(&self) -> [(&'static str, u16, bool); 9] {
+    fn each(&self) -> [(&'static str, u16, bool); 10] {
         [
             (
                 "registered_ring_fd",
@@ -278,6 +301,7 @@ impl Features {
                 bit::RECV_INCREMENTAL,
                 self.recv_incremental,
             ),
+            ("recv_limit", bit::RECV_LIMIT, self.recv_limit),
         ]
     }
 }
@@ -294,7 +318,7 @@ impl fmt::Display for Features {
         write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
         let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
-            let lacked = self.profile.filter(|p| p.lacks() & b != 0);
+            let lacked = self.profile.filter(|&p| profile_lacks(Some(p)) & b != 0);
             let why = if self.asked & b == 0 {
                 "builder"
             } else if self.backend == Backend::Epoll {
@@ -348,7 +372,8 @@ mod tests {
             f.to_string(),
             "backend: io_uring (the default, io_uring is allowed here); \
              granted: registered_ring_fd|no_sqarray|min_timeout|buf_ring|recv_multishot|\
-             recv_bundle|direct_descriptors|fixed_fd_install|recv_incremental; off: (none); \
+             recv_bundle|direct_descriptors|fixed_fd_install|recv_incremental|recv_limit; \
+             off: (none); \
              recv buffers 1024x16384"
         );
         config.asked &= !(bit::MIN_TIMEOUT | bit::RECV_BUNDLE);
@@ -358,7 +383,7 @@ mod tests {
             f.to_string(),
             "backend: io_uring (the default, io_uring is allowed here); \
              granted: registered_ring_fd|no_sqarray|buf_ring|recv_multishot|\
-             direct_descriptors|recv_incremental; off: min_timeout (builder), recv_bundle \
+             direct_descriptors|recv_incremental|recv_limit; off: min_timeout (builder), recv_bundle \
              (builder), fixed_fd_install (kernel); recv buffers 1024x16384"
         );
         let f = Features::new(&config, 0);
@@ -369,10 +394,25 @@ mod tests {
         let f = Features::readiness(&RingConfig::all(8, 16), "forced by a test");
         assert_eq!(f.backend, Backend::Epoll);
         assert!(f.buf_ring && f.recv_multishot && !f.recv_bundle && !f.direct_descriptors);
+        assert!(f.recv_limit, "the backend plays the receive limit");
         let s = f.to_string();
-        assert!(s.starts_with("backend: epoll (forced by a test); granted: buf_ring|recv_multishot; off: registered_ring_fd (epoll backend), "), "{s}");
+        assert!(s.starts_with("backend: epoll (forced by a test); granted: buf_ring|recv_multishot|recv_limit; off: registered_ring_fd (epoll backend), "), "{s}");
         assert!(s.contains("min_timeout (epoll backend)"), "{s}");
         let f = Features::readiness(&config, "forced by a test");
         assert!(f.to_string().contains("min_timeout (builder)"), "{f}");
+    }
+
+    #[test]
+    fn a_profile_before_6_17_lacks_the_receive_limit() {
+        let mut config = RingConfig::all(8, 16);
+        for name in ["5.19", "6.1", "6.8"] {
+            config.profile = Profile::named(name, true);
+            let f = Features::new(&config, bit::ALL);
+            assert!(!f.recv_limit, "{f}");
+            let why = format!("recv_limit (RUNTIME_KERNEL={name})");
+            assert!(f.to_string().contains(&why), "{f}");
+            // The epoll backend plays it whatever the profile.
+            assert!(Features::readiness(&config, "test").recv_limit);
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use io_uring::{opcode, IoUring};
 
-use super::features::{bit, Features, RingConfig};
+use super::features::{bit, profile_lacks, Features, RingConfig};
 use super::kernel::{OpProbe, IOU_PBUF_RING_INC};
 use super::RingFlags;
 
@@ -25,7 +25,7 @@ pub(crate) fn probe(
     let supported = |code: u8| probe.supports(code);
     let params = ring.params();
     // What a kernel profile's release lacks is never asked of the kernel.
-    let lacks = config.profile.map_or(0, |p| p.lacks());
+    let lacks = profile_lacks(config.profile);
     let asks = |b: u16| config.asks(b) && lacks & b == 0;
     let mut granted = 0;
     let mut grant = |b: u16, on: bool| {
@@ -49,6 +49,9 @@ pub(crate) fn probe(
             && kernel_at_least(6, 16)
             && buf_ring_works(ring, IOU_PBUF_RING_INC),
     );
+    // A receive's byte limit in `sqe->optlen` came in 6.17 with no feature flag, and an
+    // older kernel refuses it only when a receive carries one: the release says.
+    grant(bit::RECV_LIMIT, kernel_at_least(6, 17));
     grant(
         bit::RECV_BUNDLE,
         buf_ring && params.is_feature_recvsend_bundle(),
