@@ -2,10 +2,11 @@
 //! (so `TcpStream` and `UnixStream`) and its halves.
 //!
 //! - `read.rs`: the read direction behind the poll traits (futures' and tokio's `AsyncRead`,
-//!   `AsyncBufRead`) and `read_chunk`: one multishot receive into the core's
-//!   provided-buffer ring (or, without one, a buffer of the socket's own), at most one op
-//!   in flight, kept in the socket between polls. `recv_stream.rs` is the same receive on
-//!   a ring of the caller's ([`RecvStream`]).
+//!   `AsyncBufRead`) and `read_chunk`: the socket's read state, which reads through its
+//!   source, chosen at the first read: the core's provided-buffer ring or, without one, a
+//!   buffer of the socket's own; at most one op in flight, kept in the socket between polls.
+//! - `ring_read.rs`: that ring source, one multishot receive into a provided-buffer ring;
+//!   `recv_stream.rs` is the same receive on a ring of the caller's ([`RecvStream`]).
 //! - `write.rs`: the write direction behind `AsyncWrite` and `write_chunk`: write-behind, one
 //!   detached send at a time of a buffer held only while the send is in flight.
 //! - `owned.rs`: the owned-buffer ops (one op that owns its buffer and gives it back with the
@@ -19,12 +20,14 @@ pub(crate) mod ordered;
 mod owned;
 mod read;
 mod recv_stream;
+mod ring_read;
 mod write;
 
 pub use chunk::Chunk;
 pub(crate) use owned::{write, write_all, write_all_from, writev, writev_all};
-pub(crate) use read::{ReadState, RingRead};
+pub(crate) use read::ReadState;
 pub use recv_stream::RecvStream;
+pub(crate) use ring_read::RingRead;
 pub(crate) use write::WriteState;
 
 use runtime::ext::SharedFd;

@@ -11,7 +11,6 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::task::Poll;
 
 use runtime::buf::IoBufMut;
 use runtime::ext::SharedFd;
@@ -41,21 +40,11 @@ pub(crate) async fn read<B: IoBufMut>(
     if buf.bytes_total() == 0 {
         return (Ok(0), buf);
     }
-    if state.with(|s| s.is_idle()) {
+    if state.is_idle() {
         return owned::read(fd, buf).await;
     }
-    let res = poll_fn(|cx| {
-        state.with(|s| {
-            let n = match s.poll_fill_buf(fd, cx) {
-                Poll::Ready(Ok(avail)) => copy_into(avail, &mut buf),
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            };
-            s.consume(n);
-            Poll::Ready(Ok(n))
-        })
-    })
-    .await;
+    let res =
+        poll_fn(|cx| state.poll_copy_shared(fd, cx, |avail| copy_into(avail, &mut buf))).await;
     (res, buf)
 }
 
@@ -115,16 +104,11 @@ where
     if bufs.iter().all(|b| b.bytes_total() == 0) {
         return (Ok(0), bufs);
     }
-    if state.with(|s| s.is_idle()) {
+    if state.is_idle() {
         return direct(bufs).await;
     }
     let res = poll_fn(|cx| {
-        state.with(|s| {
-            let mut avail = match s.poll_fill_buf(fd, cx) {
-                Poll::Ready(Ok(avail)) => avail,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            };
+        state.poll_copy_shared(fd, cx, |mut avail| {
             let mut n = 0;
             for b in bufs.iter_mut() {
                 if avail.is_empty() {
@@ -134,8 +118,7 @@ where
                 avail = &avail[k..];
                 n += k;
             }
-            s.consume(n);
-            Poll::Ready(Ok(n))
+            n
         })
     })
     .await;

@@ -24,7 +24,7 @@ use super::RingRead;
 /// A stream of received chunks in provided buffers. Made by a stream socket's
 /// [`recv_stream`](crate::stream::StreamSocket::recv_stream) (TCP's or Unix's).
 ///
-/// The receive is the same as the streams' own read path (`io::read`), on the caller's
+/// The receive is the same as the streams' own read path (`io::ring_read`), on the caller's
 /// ring: a connection's unread backlog is bounded (its receive pauses past a few buffers'
 /// worth and re-arms when the stream is polled again), and one that found the ring empty
 /// re-arms as soon as a buffer is back.
@@ -63,7 +63,7 @@ impl Stream for RecvStream {
         if this.done {
             return Poll::Ready(None);
         }
-        match std::task::ready!(this.read.poll_chunk(&this.fd, cx)) {
+        match std::task::ready!(this.read.poll_buf(&this.fd, cx)) {
             Ok(Some(buf)) => Poll::Ready(Some(Ok(buf))),
             Ok(None) => {
                 this.done = true;
