@@ -192,7 +192,7 @@ impl fmt::Debug for ReadState {
 /// The socket's fd as the source of the fallback path's receives (a `RECV` into a buffer
 /// of our own, through the runtime's [`ReadAhead`]).
 #[derive(Clone)]
-pub(super) struct SockFd(SharedFd);
+struct SockFd(SharedFd);
 
 impl ReadOp for SockFd {
     type Op = Op<Recv<Vec<u8>>>;
