@@ -7,6 +7,8 @@ use std::future::Future;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread;
 use std::time::Duration;
@@ -170,6 +172,11 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
         );
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        // The client says when every reply is in, and stays connected and idle until the
+        // server has looked at the ring.
+        let replied = Arc::new(AtomicBool::new(false));
+        let checked = Arc::new(AtomicBool::new(false));
+        let (replied_c, checked_c) = (replied.clone(), checked.clone());
         let client = thread::spawn(move || -> io::Result<()> {
             let mut socks = (0..CONNS)
                 .map(|_| std::net::TcpStream::connect(addr))
@@ -187,8 +194,12 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
                     assert_eq!(back, [(round + i) as u8; 100]);
                 }
             }
-            // Idle for a moment with every reply received, then end.
-            thread::sleep(Duration::from_millis(300));
+            // Idle with every reply received until the server has checked, then end.
+            replied_c.store(true, Ordering::Release);
+            let start = std::time::Instant::now();
+            while !checked_c.load(Ordering::Acquire) && start.elapsed() < LIMIT {
+                thread::sleep(Duration::from_millis(1));
+            }
             Ok(())
         });
         let mut servers = Vec::new();
@@ -196,15 +207,29 @@ fn a_sent_chunk_goes_back_to_the_ring_without_the_task() {
             let (stream, _) = listener.accept().await.unwrap();
             servers.push(runtime::spawn_local(echo(stream)));
         }
-        runtime::time::sleep(Duration::from_millis(150)).await;
+        timeout(LIMIT, async {
+            while !replied.load(Ordering::Acquire) {
+                runtime::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("the exchange stalled");
         // Every reply went out and the connections wait for more: no chunk is held.
         // Before Linux 6.0 (no multishot receive), or with it switched off, there is no
         // core ring: the chunks are the caller's buffers, and nothing is held by a ring.
         let ring = runtime::buf::core_ring();
         assert_eq!(ring.is_some(), ring_on, "{:?}", runtime::features());
         if let Some(ring) = &ring {
+            // The last sends' completions may still be on their way to their tasks: give
+            // them a moment (a chunk held until the connection's next message would stay
+            // held for as long as the client idles).
+            let start = std::time::Instant::now();
+            while ring.outstanding() != 0 && start.elapsed() < Duration::from_secs(2) {
+                runtime::time::sleep(Duration::from_millis(1)).await;
+            }
             assert_eq!(ring.outstanding(), 0, "a sent chunk is still held");
         }
+        checked.store(true, Ordering::Release);
         timeout(LIMIT, async {
             for s in servers {
                 assert_eq!(s.await.unwrap().unwrap(), (ROUNDS * 100) as u64);
