@@ -1,14 +1,20 @@
 //! The runtime's own diagnostics: with the `tracing` feature, `tracing` events and spans
 //! (warnings, the backend chosen, each task's span, op submissions and completions at trace
-//! level); without it, warnings on stderr and nothing else compiled in.
+//! level); without it, nothing unless `RUNTIME_LOG` is set (then warnings and the start-up
+//! line on stderr). The library never prints on its own: what a caller must act on is a
+//! returned error.
 
-/// A warning: a `tracing` warn event (target `runtime`), or a line on stderr.
+/// A warning (memory kept rather than freed under the kernel, a core that panicked, a
+/// blocking-pool thread that could not start): a `tracing` warn event (target `runtime`);
+/// without the feature, a line on stderr only when `RUNTIME_LOG` is set.
 macro_rules! rt_warn {
     ($($arg:tt)*) => {{
         #[cfg(feature = "tracing")]
         ::tracing::warn!(target: "runtime", $($arg)*);
         #[cfg(not(feature = "tracing"))]
-        ::std::eprintln!("runtime: {}", ::std::format_args!($($arg)*));
+        if ::std::env::var_os("RUNTIME_LOG").is_some() {
+            ::std::eprintln!("runtime: {}", ::std::format_args!($($arg)*));
+        }
     }};
 }
 
