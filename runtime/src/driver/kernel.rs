@@ -21,6 +21,8 @@
 
 use io_uring::{squeue, Probe};
 
+use super::sqe::{Sqe, IORING_RECVSEND_BUNDLE, IORING_RECV_MULTISHOT};
+
 use super::feature_bit as bit;
 use super::RingFlags;
 
@@ -344,13 +346,6 @@ const OP_SEND: u8 = 26;
 const OP_RECV: u8 = 27;
 const OP_RECVMSG: u8 = 10;
 const OP_URING_CMD: u8 = 46;
-/// `IORING_RECV_MULTISHOT`, `IORING_RECVSEND_BUNDLE` (in `ioprio`).
-const RECV_MULTISHOT: u16 = 1 << 1;
-const RECVSEND_BUNDLE: u16 = 1 << 4;
-/// `IOSQE_FIXED_FILE`.
-const IOSQE_FIXED_FILE: u8 = 1;
-/// An opcode no kernel has: `io_init_req` fails the SQE with `EINVAL`.
-const REFUSED: u8 = u8::MAX;
 
 impl Gate {
     /// `sqe` as this release would take it: unchanged, or made to fail as it would fail.
@@ -358,29 +353,26 @@ impl Gate {
     #[cold]
     #[inline(never)]
     pub(crate) fn filter(&self, sqe: squeue::Entry) -> squeue::Entry {
-        const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-        // SAFETY: `Entry` is `repr(C)` around `io_uring_sqe`, 64 bytes (checked above) of
-        // plain integers and unions of them: every bit pattern is a valid value.
-        let mut raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
-        let op = raw[0];
-        let ioprio = u16::from_ne_bytes([raw[2], raw[3]]);
-        let optlen = u32::from_ne_bytes([raw[44], raw[45], raw[46], raw[47]]);
+        let mut s = Sqe::of(sqe);
+        let op = s.opcode();
+        let ioprio = s.ioprio();
         let refuse = op >= self.op_last
             || (matches!(op, OP_RECV | OP_RECVMSG)
-                && ioprio & RECV_MULTISHOT != 0
+                && ioprio & IORING_RECV_MULTISHOT != 0
                 && !self.recv_multishot)
-            || (matches!(op, OP_RECV | OP_SEND) && ioprio & RECVSEND_BUNDLE != 0 && !self.bundle)
-            || (op == OP_RECV && optlen != 0 && !self.recv_limit);
+            || (matches!(op, OP_RECV | OP_SEND)
+                && ioprio & IORING_RECVSEND_BUNDLE != 0
+                && !self.bundle)
+            || (op == OP_RECV && s.send_recv().limit != 0 && !self.recv_limit);
         if refuse {
-            raw[0] = REFUSED;
+            // An invalid opcode: `io_init_req` answers `EINVAL`.
+            s.refuse();
         } else if op == OP_URING_CMD && !self.socket_cmd {
             // The runtime's only commands are socket commands: sent to a file with no
             // `uring_cmd`, the kernel answers `EOPNOTSUPP`, as a socket did before 6.7.
-            raw[1] &= !IOSQE_FIXED_FILE;
-            raw[4..8].copy_from_slice(&self.cmd_fd.to_ne_bytes());
+            s.set_regular_fd(self.cmd_fd);
         }
-        // SAFETY: as above: any bytes make a valid `Entry`; the kernel checks the fields.
-        unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
+        s.entry()
     }
 }
 
@@ -389,10 +381,11 @@ mod tests {
     use super::*;
     use io_uring::{opcode, types};
 
+    /// An opcode no kernel has: what a refused SQE becomes.
+    const REFUSED: u8 = u8::MAX;
+
     fn opcode_of(sqe: squeue::Entry) -> u8 {
-        // SAFETY: as in `Gate::filter`.
-        let raw: [u8; 64] = unsafe { std::mem::transmute(sqe) };
-        raw[0]
+        Sqe::of(sqe).opcode()
     }
 
     #[test]
@@ -442,13 +435,9 @@ mod tests {
         let bundle = opcode::RecvMultiBundle::new(types::Fd(3), 1).build();
         assert_eq!(opcode_of(p68.filter(bundle)), REFUSED);
         let cmd = opcode::UringCmd16::new(types::Fixed(0), 3).build();
-        let r519 = p519.filter(cmd.clone());
-        // SAFETY: as in `Gate::filter`.
-        let raw: [u8; 64] = unsafe { std::mem::transmute(r519) };
-        assert_eq!((raw[0], raw[1] & IOSQE_FIXED_FILE), (OP_URING_CMD, 0));
-        assert_eq!(i32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]), 7);
-        // SAFETY: as in `Gate::filter`.
-        let raw: [u8; 64] = unsafe { std::mem::transmute(p68.filter(cmd)) };
-        assert_eq!(raw[1] & IOSQE_FIXED_FILE, IOSQE_FIXED_FILE);
+        let r519 = Sqe::of(p519.filter(cmd.clone()));
+        assert_eq!((r519.opcode(), r519.fixed_file()), (OP_URING_CMD, false));
+        assert_eq!(r519.fd(), 7);
+        assert!(Sqe::of(p68.filter(cmd)).fixed_file());
     }
 }

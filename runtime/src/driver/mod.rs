@@ -33,6 +33,7 @@ mod setup;
 mod shutdown;
 mod slots;
 mod sq;
+pub(crate) mod sqe;
 
 use std::io;
 use std::os::fd::RawFd;

@@ -25,6 +25,35 @@
 //!   vectored), built on the op API like any other crate's.
 //! - **Errors**: [`error_context`] for setup and path errors.
 //!
+//! # Custom ops on the epoll backend
+//!
+//! Where io_uring is refused (a container's seccomp profile, `kernel.io_uring_disabled`, a
+//! kernel before 5.19) or [`Backend::Epoll`](crate::Backend) / `RUNTIME_BACKEND=epoll` asks
+//! for it, a core runs the readiness backend, which has no kernel ring: it reads each SQE
+//! back and carries it out itself, with the system call the opcode stands for, by the
+//! fields the opcode's kernel `*_prep` function reads. So an op built here runs unchanged
+//! on both backends if its opcode is one of these, built as the io-uring crate's builder
+//! builds it (ARCHITECTURE.md, "The readiness backend", says how each is carried out):
+//!
+//! | how | opcodes |
+//! |---|---|
+//! | at once on the core | `NOP` (with `IORING_NOP_INJECT_RESULT`), `CLOSE`, `SHUTDOWN`, `ASYNC_CANCEL` |
+//! | non-blocking, then on epoll readiness (in order per fd and side) | `RECV` (multishot, provided buffers, `optlen` limit), `SEND`, `SEND_ZC` (as a plain send), `RECVMSG`, `SENDMSG`, `READ`, `WRITE`, `READV`, `WRITEV`, `READ_MULTISHOT` (provided buffers), `ACCEPT` (multishot), `CONNECT`, `WAITID` on a pidfd |
+//! | `poll(2)`, then readiness | `POLL_ADD` (multishot) |
+//! | the blocking pool | regular files' reads and writes, `FSYNC`, `SYNC_FILE_RANGE`, `FALLOCATE`, `FTRUNCATE`, `OPENAT`, `OPENAT2`, `STATX`, `UNLINKAT`, `RENAMEAT`, `MKDIRAT`, `SYMLINKAT`, `LINKAT`, `SPLICE`, `WAITID` on another id type |
+//!
+//! Linked chains ([`Link`]), `IOSQE_CQE_SKIP_SUCCESS` and cancellation behave as the
+//! kernel's. Every other opcode (`MSG_RING`, `URING_CMD`, `FIXED_FD_INSTALL`, `SOCKET`,
+//! `TIMEOUT`, `READ_FIXED`, futexes, xattrs, ...) is refused: its CQE says `EINVAL` (as a
+//! kernel without the op answers; a chain behind it is cancelled), and the op's
+//! [`Cqe::result`] is an [`Unsupported`](std::io::ErrorKind::Unsupported) error that names
+//! it: "opcode 40 (MSG_RING) is not carried out by the readiness (epoll) backend ...". Some
+//! forms of the opcodes above are refused too, with the kernel's own errno: a direct
+//! descriptor (`IOSQE_FIXED_FILE`, `EBADF`), an accept or open into the fixed-file table,
+//! a provided buffer for an op other than a receive or read (`EINVAL`). Check
+//! [`Features::backend`](crate::Features::backend) (from
+//! [`Runtime::features`](crate::Runtime::features)) to take another path there.
+//!
 //! # Examples
 //!
 //! A new op: `IORING_OP_FSYNC` on a [`SharedFd`], awaited like any other.

@@ -36,6 +36,8 @@ use io_uring::{cqueue, squeue};
 
 use crate::driver::bufring::Claim;
 
+use super::readiness::class::{refused, refused_error};
+
 pub(crate) use lifecycle::{complete_op, AfterReap, Lifecycle, Produces};
 pub use link::Link;
 pub use multi::MultiOp;
@@ -75,7 +77,9 @@ fn patch_sqe(sqe: squeue::Entry, f: impl FnOnce(&mut [u8; 64])) -> squeue::Entry
 /// One completion: the kernel's result and flags for an op.
 #[derive(Debug)]
 pub struct Cqe {
-    /// The result: a non-negative value, or the error the kernel returned.
+    /// The result: a non-negative value, or the error the kernel returned (on the epoll
+    /// backend, an op whose opcode that backend does not carry out gets an
+    /// [`Unsupported`](io::ErrorKind::Unsupported) error naming the opcode).
     pub result: io::Result<u32>,
     /// The CQE's flags (`IORING_CQE_F_*`).
     pub flags: u32,
@@ -85,7 +89,8 @@ pub struct Cqe {
 }
 
 impl Cqe {
-    /// The one place a raw CQE result becomes a result: negative values are `-errno`.
+    /// The one place a raw CQE result becomes a result: negative values are `-errno`,
+    /// except the readiness backend's refusal of an opcode (an `Unsupported` error).
     pub(crate) fn from_raw(res: i32, flags: u32) -> Self {
         Cqe::claimed(res, flags, Claim::Unclaimed)
     }
@@ -104,7 +109,12 @@ impl Cqe {
                 ),
             ))
         } else if res < 0 {
-            Err(io::Error::from_raw_os_error(-res))
+            match refused(res, flags) {
+                // The readiness backend does not carry out the op's opcode (it says so in
+                // the flags of the `EINVAL` it posts): an error naming it, and no flags.
+                Some(op) => return Cqe::refused(op),
+                None => Err(io::Error::from_raw_os_error(-res)),
+            }
         } else {
             Ok(res as u32)
         };
@@ -112,6 +122,19 @@ impl Cqe {
             result,
             flags,
             bufs,
+        }
+    }
+
+    /// The CQE of an op whose opcode `op` the readiness backend does not carry out: an
+    /// `Unsupported` error naming the opcode (see `runtime::ext`, "Custom ops on the epoll
+    /// backend").
+    #[cold]
+    #[inline(never)]
+    fn refused(op: u8) -> Self {
+        Cqe {
+            result: Err(refused_error(op)),
+            flags: 0,
+            bufs: Claim::Unclaimed,
         }
     }
 
@@ -196,6 +219,10 @@ pub trait Prep: 'static {
     /// Makes the op's SQE (its `user_data` is overwritten). Called once, at submission,
     /// inside the driver: it must not use the runtime (no ops, no spawns). If it panics,
     /// nothing is submitted and the panic reaches the op's poller.
+    ///
+    /// On the epoll backend the SQE is read back and carried out only if its opcode is one
+    /// the readiness backend knows (see
+    /// [`runtime::ext`, "Custom ops on the epoll backend"](crate::ext#custom-ops-on-the-epoll-backend)).
     fn sqe(&mut self) -> squeue::Entry;
 }
 

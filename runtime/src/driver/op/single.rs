@@ -61,6 +61,11 @@ impl<T: Completable, S: Prep> Unpin for Op<T, S> {}
 impl<T: Completable> Op<T> {
     /// Creates an op from its data and its SQE. Nothing is submitted until the first poll.
     ///
+    /// On the epoll backend the SQE is carried out by the readiness backend when its opcode
+    /// is one that backend knows; any other opcode completes with an
+    /// [`Unsupported`](std::io::ErrorKind::Unsupported) error that names it (see
+    /// [`runtime::ext`, "Custom ops on the epoll backend"](crate::ext#custom-ops-on-the-epoll-backend)).
+    ///
     /// # Safety
     /// Every pointer in `sqe` must point into memory owned by `data` that keeps its address
     /// when `data` is moved (the heap block of a `Vec` or `Box`, a `'static`), and stays valid

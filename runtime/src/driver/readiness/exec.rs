@@ -10,7 +10,7 @@ use std::io;
 
 use io_uring::opcode;
 
-use super::sqe::{RawSqe, IORING_FSYNC_DATASYNC, IORING_NOP_INJECT_RESULT, SPLICE_F_FD_IN_FIXED};
+use super::super::sqe::{Sqe, IORING_FSYNC_DATASYNC, SPLICE_F_FD_IN_FIXED};
 
 /// What a non-blocking attempt came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,61 +59,78 @@ fn ptr<T>(v: u64) -> *mut T {
 ///
 /// # Safety
 /// Every pointer in `s` is valid for the call (see the module documentation).
-pub(crate) unsafe fn try_ready(s: &mut RawSqe, state: &mut u32) -> Try {
-    let fd = s.fd;
-    let dontwait = s.op_flags as i32 | libc::MSG_DONTWAIT;
+pub(crate) unsafe fn try_ready(s: &mut Sqe, state: &mut u32) -> Try {
     // SAFETY: every call below is given the SQE's pointers, valid for the call (this
     // function's contract), and the SQE's lengths, as the op built them.
     unsafe {
-        match s.opcode {
+        match s.opcode() {
             opcode::Recv::CODE | opcode::Send::CODE | opcode::SendZc::CODE => loop {
-                let r = if s.opcode == opcode::Recv::CODE {
-                    libc::recv(fd, ptr(s.addr), s.len as usize, dontwait) as i64
+                let o = s.send_recv();
+                let dontwait = o.msg_flags | libc::MSG_DONTWAIT;
+                let r = if s.opcode() == opcode::Recv::CODE {
+                    libc::recv(o.fd, ptr(o.buf), o.len as usize, dontwait) as i64
                 } else {
-                    // `addr2`/`addr_len`: a destination (sendto), when the op names one.
-                    let (to, to_len) = if s.off != 0 {
+                    // A destination (sendto), when the op names one.
+                    let (to, to_len) = if o.dest_addr != 0 {
                         (
-                            ptr::<libc::sockaddr>(s.off) as *const _,
-                            (s.file_index & 0xffff) as libc::socklen_t,
+                            ptr::<libc::sockaddr>(o.dest_addr) as *const _,
+                            libc::socklen_t::from(o.addr_len),
                         )
                     } else {
                         (std::ptr::null(), 0)
                     };
-                    libc::sendto(fd, ptr(s.addr), s.len as usize, dontwait, to, to_len) as i64
+                    libc::sendto(o.fd, ptr(o.buf), o.len as usize, dontwait, to, to_len) as i64
                 };
-                let waitall = s.op_flags as i32 & libc::MSG_WAITALL != 0;
+                let waitall = o.msg_flags & libc::MSG_WAITALL != 0;
                 match attempt(r) {
-                    Try::Done(n) if waitall && n > 0 && (n as u32) < s.len => {
+                    Try::Done(n) if waitall && n > 0 && (n as u32) < o.len => {
                         // Part of it: go on from there, as io_uring's retry does.
                         *state += n as u32;
-                        s.addr += n as u64;
-                        s.len -= n as u32;
+                        s.advance_buf(n as u32);
                     }
                     Try::Done(n) if n >= 0 => {
                         return Try::Done((*state + n as u32).min(i32::MAX as u32) as i32)
                     }
                     // An error after some bytes: the bytes moved are the result.
-                    Try::Done(e) if *state > 0 => {
-                        let _ = e;
-                        return Try::Done(*state as i32);
-                    }
+                    Try::Done(_) if *state > 0 => return Try::Done(*state as i32),
                     other => return other,
                 }
             },
-            opcode::RecvMsg::CODE => attempt(libc::recvmsg(fd, ptr(s.addr), dontwait) as i64),
-            opcode::SendMsg::CODE => attempt(libc::sendmsg(fd, ptr(s.addr), dontwait) as i64),
+            opcode::RecvMsg::CODE => {
+                let m = s.msg();
+                let flags = m.msg_flags | libc::MSG_DONTWAIT;
+                attempt(libc::recvmsg(m.fd, ptr(m.msghdr), flags) as i64)
+            }
+            opcode::SendMsg::CODE => {
+                let m = s.msg();
+                let flags = m.msg_flags | libc::MSG_DONTWAIT;
+                attempt(libc::sendmsg(m.fd, ptr(m.msghdr), flags) as i64)
+            }
             // Readiness fds are streams: the offset is not used (as io_uring ignores it).
-            opcode::Read::CODE => attempt(libc::read(fd, ptr(s.addr), s.len as usize) as i64),
-            opcode::Write::CODE => attempt(libc::write(fd, ptr(s.addr), s.len as usize) as i64),
-            opcode::Readv::CODE => attempt(libc::readv(fd, ptr(s.addr), s.len as i32) as i64),
-            opcode::Writev::CODE => attempt(libc::writev(fd, ptr(s.addr), s.len as i32) as i64),
+            opcode::Read::CODE => {
+                let o = s.rw();
+                attempt(libc::read(o.fd, ptr(o.addr), o.len as usize) as i64)
+            }
+            opcode::Write::CODE => {
+                let o = s.rw();
+                attempt(libc::write(o.fd, ptr(o.addr), o.len as usize) as i64)
+            }
+            opcode::Readv::CODE => {
+                let o = s.rw();
+                attempt(libc::readv(o.fd, ptr(o.addr), o.len as i32) as i64)
+            }
+            opcode::Writev::CODE => {
+                let o = s.rw();
+                attempt(libc::writev(o.fd, ptr(o.addr), o.len as i32) as i64)
+            }
             opcode::Accept::CODE => {
-                if s.file_index != 0 {
+                let a = s.accept();
+                if a.file_index != 0 {
                     // Into the fixed-file table: an io_uring-only feature.
                     return Try::Done(-libc::EINVAL);
                 }
-                let flags = s.op_flags as i32 | libc::SOCK_NONBLOCK;
-                attempt(libc::accept4(fd, ptr(s.addr), ptr(s.off), flags) as i64)
+                let flags = a.accept_flags | libc::SOCK_NONBLOCK;
+                attempt(libc::accept4(a.fd, ptr(a.addr), ptr(a.addrlen), flags) as i64)
             }
             opcode::Connect::CODE => {
                 let mut connecting = *state != 0;
@@ -132,10 +149,11 @@ pub(crate) unsafe fn try_ready(s: &mut RawSqe, state: &mut u32) -> Try {
 ///
 /// # Safety
 /// As [`try_ready`].
-unsafe fn try_connect(s: &RawSqe, connecting: &mut bool) -> Try {
+unsafe fn try_connect(s: &Sqe, connecting: &mut bool) -> Try {
+    let c = s.connect();
     if !*connecting {
-        // SAFETY: `addr` points at a socket address of `off` bytes (the op's contract).
-        let r = unsafe { libc::connect(s.fd, ptr(s.addr), s.off as libc::socklen_t) };
+        // SAFETY: `addr` points at a socket address of `addrlen` bytes (the op's contract).
+        let r = unsafe { libc::connect(c.fd, ptr(c.addr), c.addrlen as libc::socklen_t) };
         if r == 0 {
             return Try::Done(0);
         }
@@ -155,7 +173,7 @@ unsafe fn try_connect(s: &RawSqe, connecting: &mut bool) -> Try {
     // SAFETY: `err` and `len` are live locals of the sizes given.
     let r = unsafe {
         libc::getsockopt(
-            s.fd,
+            c.fd,
             libc::SOL_SOCKET,
             libc::SO_ERROR,
             (&mut err as *mut libc::c_int).cast(),
@@ -173,7 +191,7 @@ unsafe fn try_connect(s: &RawSqe, connecting: &mut bool) -> Try {
                 unsafe { std::mem::zeroed() };
             let mut alen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             // SAFETY: `addr` and `alen` are live locals of the sizes given.
-            let r = unsafe { libc::getpeername(s.fd, ptr(&mut addr as *mut _ as u64), &mut alen) };
+            let r = unsafe { libc::getpeername(c.fd, ptr(&mut addr as *mut _ as u64), &mut alen) };
             if r == 0 {
                 Try::Done(0)
             } else {
@@ -187,9 +205,10 @@ unsafe fn try_connect(s: &RawSqe, connecting: &mut bool) -> Try {
 /// `waitid(2)` with `WNOHANG` on a pidfd: done once the child has exited (and is reaped).
 ///
 /// # Safety
-/// As [`try_ready`]: `addr2` points at the op's `siginfo_t`.
-unsafe fn try_waitid(s: &RawSqe) -> Try {
-    let info: *mut libc::siginfo_t = ptr(s.off);
+/// As [`try_ready`]: `infop` points at the op's `siginfo_t`.
+unsafe fn try_waitid(s: &Sqe) -> Try {
+    let w = s.waitid();
+    let info: *mut libc::siginfo_t = ptr(w.infop);
     if !info.is_null() {
         // SAFETY: the op's siginfo; zeroed so an unexited child reads as pid 0.
         unsafe { info.write_bytes(0, 1) };
@@ -205,10 +224,10 @@ unsafe fn try_waitid(s: &RawSqe) -> Try {
     // SAFETY: `target` is a valid `siginfo_t`; the id type and options are the SQE's.
     let r = unsafe {
         libc::waitid(
-            s.len as libc::idtype_t,
-            s.fd as libc::id_t,
+            w.idtype as libc::idtype_t,
+            w.id as libc::id_t,
             target,
-            s.file_index as i32 | libc::WNOHANG,
+            w.options | libc::WNOHANG,
         )
     };
     if r < 0 {
@@ -245,14 +264,17 @@ pub(crate) fn try_poll(fd: i32, events: u32) -> Try {
 ///
 /// # Safety
 /// As [`try_ready`].
-pub(crate) unsafe fn inline(s: &RawSqe) -> i32 {
-    match s.opcode {
-        opcode::Nop::CODE if s.op_flags & IORING_NOP_INJECT_RESULT != 0 => s.len as i32,
-        opcode::Nop::CODE => 0,
+pub(crate) unsafe fn inline(s: &Sqe) -> i32 {
+    match s.opcode() {
+        opcode::Nop::CODE => s.nop_result().unwrap_or(0),
         // SAFETY: closes the fd the op names, as the kernel would; its owner gave it up.
-        opcode::Close::CODE => res(i64::from(unsafe { libc::close(s.fd) })),
-        // SAFETY: no memory.
-        opcode::Shutdown::CODE => res(i64::from(unsafe { libc::shutdown(s.fd, s.len as i32) })),
+        opcode::Close::CODE => res(i64::from(unsafe { libc::close(s.fd()) })),
+        opcode::Shutdown::CODE => {
+            // SAFETY: no memory.
+            res(i64::from(unsafe {
+                libc::shutdown(s.fd(), s.shutdown_how())
+            }))
+        }
         _ => {
             let mut state = 0;
             let mut s = *s;
@@ -271,18 +293,19 @@ pub(crate) unsafe fn inline(s: &RawSqe) -> i32 {
 ///
 /// # Safety
 /// As [`try_ready`].
-pub(crate) unsafe fn read_nowait(s: &RawSqe) -> Try {
-    let flags = s.op_flags as i32 | libc::RWF_NOWAIT;
+pub(crate) unsafe fn read_nowait(s: &Sqe) -> Try {
+    let o = s.rw();
+    let flags = o.rw_flags | libc::RWF_NOWAIT;
     let single = libc::iovec {
-        iov_base: ptr(s.addr),
-        iov_len: s.len as usize,
+        iov_base: ptr(o.addr),
+        iov_len: o.len as usize,
     };
     // SAFETY: the SQE's buffer or iovec array, valid for the call (the contract).
     let r = unsafe {
-        if s.opcode == opcode::Read::CODE {
-            libc::preadv2(s.fd, &single, 1, pos(s.off), flags)
+        if s.opcode() == opcode::Read::CODE {
+            libc::preadv2(o.fd, &single, 1, pos(o.off), flags)
         } else {
-            libc::preadv2(s.fd, ptr(s.addr), s.len as i32, pos(s.off), flags)
+            libc::preadv2(o.fd, ptr(o.addr), o.len as i32, pos(o.off), flags)
         }
     };
     match res(r as i64) {
@@ -301,95 +324,137 @@ fn pos(off: u64) -> i64 {
 /// # Safety
 /// As [`try_ready`]: the pointers stay valid until the op's CQE, which is posted only
 /// after this returns.
-pub(crate) unsafe fn blocking(s: &RawSqe) -> i32 {
-    let fd = s.fd;
+pub(crate) unsafe fn blocking(s: &Sqe) -> i32 {
     // SAFETY: every call below is given the SQE's pointers, valid for the call (this
     // function's contract), and its lengths, offsets and flags.
     unsafe {
-        let iov = |addr: u64, len: u32| libc::iovec {
-            iov_base: ptr(addr),
-            iov_len: len as usize,
-        };
-        let r: i64 = match s.opcode {
-            opcode::Read::CODE => {
-                let v = iov(s.addr, s.len);
-                libc::preadv2(fd, &v, 1, pos(s.off), s.op_flags as i32) as i64
-            }
-            opcode::Write::CODE => {
-                let v = iov(s.addr, s.len);
-                libc::pwritev2(fd, &v, 1, pos(s.off), s.op_flags as i32) as i64
+        let r: i64 = match s.opcode() {
+            opcode::Read::CODE | opcode::Write::CODE => {
+                let o = s.rw();
+                let v = libc::iovec {
+                    iov_base: ptr(o.addr),
+                    iov_len: o.len as usize,
+                };
+                if s.opcode() == opcode::Read::CODE {
+                    libc::preadv2(o.fd, &v, 1, pos(o.off), o.rw_flags) as i64
+                } else {
+                    libc::pwritev2(o.fd, &v, 1, pos(o.off), o.rw_flags) as i64
+                }
             }
             opcode::Readv::CODE => {
-                libc::preadv2(fd, ptr(s.addr), s.len as i32, pos(s.off), s.op_flags as i32) as i64
+                let o = s.rw();
+                libc::preadv2(o.fd, ptr(o.addr), o.len as i32, pos(o.off), o.rw_flags) as i64
             }
             opcode::Writev::CODE => {
-                libc::pwritev2(fd, ptr(s.addr), s.len as i32, pos(s.off), s.op_flags as i32) as i64
+                let o = s.rw();
+                libc::pwritev2(o.fd, ptr(o.addr), o.len as i32, pos(o.off), o.rw_flags) as i64
             }
-            opcode::Fsync::CODE if s.op_flags & IORING_FSYNC_DATASYNC != 0 => {
-                i64::from(libc::fdatasync(fd))
+            opcode::Fsync::CODE => {
+                let r = s.file_range();
+                if r.flags & IORING_FSYNC_DATASYNC != 0 {
+                    i64::from(libc::fdatasync(r.fd))
+                } else {
+                    i64::from(libc::fsync(r.fd))
+                }
             }
-            opcode::Fsync::CODE => i64::from(libc::fsync(fd)),
-            opcode::SyncFileRange::CODE => i64::from(libc::sync_file_range(
-                fd,
-                s.off as i64,
-                i64::from(s.len),
-                s.op_flags,
-            )),
-            opcode::Fallocate::CODE => i64::from(libc::fallocate(
-                fd,
-                s.len as i32,
-                s.off as i64,
-                s.addr as i64,
-            )),
-            opcode::Ftruncate::CODE => i64::from(libc::ftruncate(fd, s.off as i64)),
-            opcode::OpenAt::CODE if s.file_index != 0 => return -libc::EINVAL,
-            opcode::OpenAt::CODE => i64::from(libc::openat(
-                fd,
-                ptr(s.addr),
-                s.op_flags as i32,
-                s.len as libc::c_uint,
-            )),
-            opcode::OpenAt2::CODE if s.file_index != 0 => return -libc::EINVAL,
+            opcode::SyncFileRange::CODE => {
+                let r = s.file_range();
+                i64::from(libc::sync_file_range(
+                    r.fd,
+                    r.off as i64,
+                    i64::from(r.len),
+                    r.flags,
+                ))
+            }
+            opcode::Fallocate::CODE => {
+                // `len` is the mode, `off` the offset, `addr` the length.
+                let r = s.file_range();
+                i64::from(libc::fallocate(
+                    r.fd,
+                    r.len as i32,
+                    r.off as i64,
+                    r.addr as i64,
+                ))
+            }
+            // `off` is the new length.
+            opcode::Ftruncate::CODE => {
+                let r = s.file_range();
+                i64::from(libc::ftruncate(r.fd, r.off as i64))
+            }
+            opcode::OpenAt::CODE | opcode::OpenAt2::CODE if s.open().file_index != 0 => {
+                // Into the fixed-file table: an io_uring-only feature.
+                return -libc::EINVAL;
+            }
+            opcode::OpenAt::CODE => {
+                let o = s.open();
+                i64::from(libc::openat(
+                    o.dfd,
+                    ptr(o.path),
+                    o.open_flags,
+                    o.len as libc::c_uint,
+                ))
+            }
             // `openat2(2)` (5.6): the `open_how` at `addr2`, its size in `len`.
-            opcode::OpenAt2::CODE => libc::syscall(
-                libc::SYS_openat2,
-                fd,
-                ptr::<libc::c_char>(s.addr),
-                ptr::<libc::c_void>(s.off),
-                s.len as usize,
-            ),
-            opcode::Statx::CODE => i64::from(libc::statx(
-                fd,
-                ptr(s.addr),
-                s.op_flags as i32,
-                s.len,
-                ptr(s.off),
-            )),
-            opcode::UnlinkAt::CODE => i64::from(libc::unlinkat(fd, ptr(s.addr), s.op_flags as i32)),
-            opcode::RenameAt::CODE => libc::syscall(
-                libc::SYS_renameat2,
-                fd,
-                ptr::<libc::c_char>(s.addr),
-                s.len as i32,
-                ptr::<libc::c_char>(s.off),
-                s.op_flags,
-            ),
-            opcode::MkDirAt::CODE => {
-                i64::from(libc::mkdirat(fd, ptr(s.addr), s.len as libc::mode_t))
+            opcode::OpenAt2::CODE => {
+                let o = s.open();
+                libc::syscall(
+                    libc::SYS_openat2,
+                    o.dfd,
+                    ptr::<libc::c_char>(o.path),
+                    ptr::<libc::c_void>(o.how),
+                    o.len as usize,
+                )
             }
-            opcode::SymlinkAt::CODE => i64::from(libc::symlinkat(ptr(s.addr), fd, ptr(s.off))),
-            opcode::LinkAt::CODE => i64::from(libc::linkat(
-                fd,
-                ptr(s.addr),
-                s.len as i32,
-                ptr(s.off),
-                s.op_flags as i32,
-            )),
-            opcode::Splice::CODE if s.op_flags & SPLICE_F_FD_IN_FIXED != 0 => return -libc::EBADF,
+            opcode::Statx::CODE => {
+                let p = s.path_op();
+                i64::from(libc::statx(
+                    p.dfd,
+                    ptr(p.path),
+                    p.flags as i32,
+                    p.len,
+                    ptr(p.path2),
+                ))
+            }
+            opcode::UnlinkAt::CODE => {
+                let p = s.path_op();
+                i64::from(libc::unlinkat(p.dfd, ptr(p.path), p.flags as i32))
+            }
+            opcode::RenameAt::CODE => {
+                let p = s.path_op();
+                libc::syscall(
+                    libc::SYS_renameat2,
+                    p.dfd,
+                    ptr::<libc::c_char>(p.path),
+                    p.len as i32,
+                    ptr::<libc::c_char>(p.path2),
+                    p.flags,
+                )
+            }
+            opcode::MkDirAt::CODE => {
+                let p = s.path_op();
+                i64::from(libc::mkdirat(p.dfd, ptr(p.path), p.len as libc::mode_t))
+            }
+            opcode::SymlinkAt::CODE => {
+                let p = s.path_op();
+                i64::from(libc::symlinkat(ptr(p.path), p.dfd, ptr(p.path2)))
+            }
+            opcode::LinkAt::CODE => {
+                let p = s.path_op();
+                i64::from(libc::linkat(
+                    p.dfd,
+                    ptr(p.path),
+                    p.len as i32,
+                    ptr(p.path2),
+                    p.flags as i32,
+                ))
+            }
             opcode::Splice::CODE => {
+                let o = s.splice();
+                if o.splice_flags & SPLICE_F_FD_IN_FIXED != 0 {
+                    return -libc::EBADF;
+                }
                 // `-1` offsets mean "the fd's own position" (none for a pipe).
-                let mut off_in = s.addr as i64;
-                let mut off_out = s.off as i64;
+                let (mut off_in, mut off_out) = (o.off_in, o.off_out);
                 let p_in = if off_in == -1 {
                     std::ptr::null_mut()
                 } else {
@@ -401,20 +466,21 @@ pub(crate) unsafe fn blocking(s: &RawSqe) -> i32 {
                     &mut off_out as *mut i64
                 };
                 libc::splice(
-                    s.file_index as i32,
+                    o.fd_in,
                     p_in,
-                    fd,
+                    o.fd_out,
                     p_out,
-                    s.len as usize,
-                    s.op_flags,
+                    o.len as usize,
+                    o.splice_flags,
                 ) as i64
             }
             opcode::WaitId::CODE => {
+                let w = s.waitid();
                 let r = libc::waitid(
-                    s.len as libc::idtype_t,
-                    fd as libc::id_t,
-                    ptr(s.off),
-                    s.file_index as i32,
+                    w.idtype as libc::idtype_t,
+                    w.id as libc::id_t,
+                    ptr(w.infop),
+                    w.options,
                 );
                 i64::from(r)
             }

@@ -34,10 +34,10 @@
 //! cannot stop a job already running on the pool (`-EALREADY`); its op's memory stays
 //! owned by the driver's slot until the job's CQE, as the kernel's in-flight ops do.
 
+pub(crate) mod class;
 mod exec;
 pub(crate) mod pbuf;
 mod run;
-pub(crate) mod sqe;
 mod table;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::sqe::Sqe;
 use crate::blocking::Job;
-use sqe::RawSqe;
 use table::{Kind, Table};
 
 use super::sq::Sq;
@@ -70,14 +70,14 @@ pub(crate) type Cqe = (u64, i32, u32);
 
 /// Results of blocking-pool jobs, for the core to post.
 struct Finished {
-    results: Mutex<Vec<(RawSqe, i32)>>,
+    results: Mutex<Vec<(Sqe, i32)>>,
     any: AtomicBool,
     /// Written by each finished job; epoll watches it.
     event: OwnedFd,
 }
 
 impl Finished {
-    fn post(&self, sqe: RawSqe, res: i32) {
+    fn post(&self, sqe: Sqe, res: i32) {
         self.results
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -93,7 +93,7 @@ impl Finished {
 /// A file op on its way to the blocking pool, carried out when dropped (see
 /// `Readiness::offload`).
 struct PoolOp {
-    sqe: RawSqe,
+    sqe: Sqe,
     finished: Arc<Finished>,
 }
 
@@ -113,9 +113,9 @@ pub(crate) struct Readiness {
     /// Posted CQEs, reaped by the driver in order.
     cq: VecDeque<Cqe>,
     /// The rest of each linked chain, by the `user_data` of the op that runs now.
-    chains: HashMap<u64, VecDeque<RawSqe>>,
+    chains: HashMap<u64, VecDeque<Sqe>>,
     /// SQEs to start (a chain's next op, once the one before it completed).
-    starts: VecDeque<RawSqe>,
+    starts: VecDeque<Sqe>,
     /// `user_data` of the ops running on the blocking pool.
     on_pool: HashSet<u64>,
     finished: Arc<Finished>,
@@ -264,7 +264,7 @@ impl Readiness {
         // every SQE in it points only at memory its op owns until its final CQE.
         while let Some(first) = unsafe { sq.take_local() } {
             taken += 1;
-            let first = RawSqe::of(first);
+            let first = Sqe::of(first);
             if first.links() {
                 let mut rest = VecDeque::new();
                 let mut last = first;
@@ -274,11 +274,11 @@ impl Readiness {
                         break;
                     };
                     taken += 1;
-                    last = RawSqe::of(next);
+                    last = Sqe::of(next);
                     rest.push_back(last);
                 }
                 if !rest.is_empty() {
-                    self.chains.insert(first.user_data, rest);
+                    self.chains.insert(first.user_data(), rest);
                 }
             }
             self.start(first);
@@ -380,7 +380,7 @@ impl Readiness {
     }
 
     /// Runs `s` on the blocking pool; its CQE is posted when the job returns.
-    fn offload(&mut self, s: RawSqe) {
+    fn offload(&mut self, s: Sqe) {
         let op = PoolOp {
             sqe: s,
             finished: self.finished.clone(),
@@ -388,7 +388,7 @@ impl Readiness {
         // The op runs when the job drops it: run by a pool thread, or dropped unrun by a
         // pool that is closing (then on the closing thread), so every op gets its CQE.
         let job: Job = Box::new(move || drop(op));
-        self.on_pool.insert(s.user_data);
+        self.on_pool.insert(s.user_data());
         let refused = match &self.offload {
             Some(spawn) => spawn(job).err(),
             None => Some(job),
@@ -410,15 +410,15 @@ impl Readiness {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
         for (s, r) in done {
-            self.on_pool.remove(&s.user_data);
+            self.on_pool.remove(&s.user_data());
             self.complete(s, r);
         }
         self.run_starts();
     }
 
     /// `ASYNC_CANCEL` of the op whose `user_data` is the SQE's `addr`.
-    fn cancel(&mut self, s: RawSqe) {
-        let target = s.addr;
+    fn cancel(&mut self, s: Sqe) {
+        let target = s.cancel_target();
         let r = if let Some(w) = self.table.remove(target) {
             self.complete(w.sqe, -libc::ECANCELED);
             0
@@ -435,10 +435,10 @@ impl Readiness {
     /// Cancels `target` if it waits in a chain behind another op, and the ops after it.
     fn cancel_linked(&mut self, target: u64) -> bool {
         for rest in self.chains.values_mut() {
-            if let Some(i) = rest.iter().position(|s| s.user_data == target) {
-                let cut: Vec<RawSqe> = rest.drain(i..).collect();
+            if let Some(i) = rest.iter().position(|s| s.user_data() == target) {
+                let cut: Vec<Sqe> = rest.drain(i..).collect();
                 for s in cut {
-                    self.cq.push_back((s.user_data, -libc::ECANCELED, 0));
+                    self.cq.push_back((s.user_data(), -libc::ECANCELED, 0));
                 }
                 return true;
             }
@@ -447,37 +447,37 @@ impl Readiness {
     }
 
     /// Posts a CQE for `s` unless it asked to skip a successful one.
-    fn post(&mut self, s: &RawSqe, res: i32, flags: u32) {
+    fn post(&mut self, s: &Sqe, res: i32, flags: u32) {
         if res >= 0 && s.skip_success() {
             return;
         }
-        self.cq.push_back((s.user_data, res, flags));
+        self.cq.push_back((s.user_data(), res, flags));
     }
 
     /// `s` finished with `res`: posts its final CQE, and starts its chain's next op (or
     /// cancels the chain's rest if `s` failed).
-    fn complete(&mut self, s: RawSqe, res: i32) {
+    fn complete(&mut self, s: Sqe, res: i32) {
         self.complete_with(s, res, 0);
     }
 
     /// [`complete`](Readiness::complete) with CQE flags (a receive's buffer).
-    fn complete_with(&mut self, s: RawSqe, res: i32, flags: u32) {
+    fn complete_with(&mut self, s: Sqe, res: i32, flags: u32) {
         self.post(&s, res, flags);
         if self.chains.is_empty() {
             return;
         }
-        let Some(mut rest) = self.chains.remove(&s.user_data) else {
+        let Some(mut rest) = self.chains.remove(&s.user_data()) else {
             return;
         };
         if res < 0 && !s.hard_link() {
             for r in rest {
-                self.cq.push_back((r.user_data, -libc::ECANCELED, 0));
+                self.cq.push_back((r.user_data(), -libc::ECANCELED, 0));
             }
             return;
         }
         if let Some(next) = rest.pop_front() {
             if !rest.is_empty() {
-                self.chains.insert(next.user_data, rest);
+                self.chains.insert(next.user_data(), rest);
             }
             self.starts.push_back(next);
         }

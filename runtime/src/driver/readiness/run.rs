@@ -7,28 +7,31 @@ use std::os::fd::AsRawFd;
 
 use io_uring::opcode;
 
+use super::super::sqe::{Sqe, IORING_RECV_MULTISHOT};
+use super::class::{self, Class, Dir, IORING_CQE_F_MORE};
 use super::exec::{self, Try};
 use super::pbuf::IORING_CQE_F_BUFFER;
-use super::sqe::{
-    self, Class, Dir, RawSqe, IORING_ACCEPT_MULTISHOT, IORING_CQE_F_MORE, IORING_POLL_ADD_MULTI,
-    IORING_RECV_MULTISHOT,
-};
 use super::table::{Kind, Side};
 use super::{Readiness, INTEREST};
 
 /// Whether `s` posts a CQE per success until it ends (a multishot accept or receive).
-fn multishot(s: &RawSqe) -> bool {
-    match s.opcode {
-        opcode::Accept::CODE => s.ioprio & IORING_ACCEPT_MULTISHOT != 0,
-        opcode::Recv::CODE => s.ioprio & IORING_RECV_MULTISHOT != 0,
+fn multishot(s: &Sqe) -> bool {
+    match s.opcode() {
+        opcode::Accept::CODE => s.accept().multishot,
+        opcode::Recv::CODE => s.send_recv().ioprio & IORING_RECV_MULTISHOT != 0,
         opcode::ReadMulti::CODE => true,
         _ => false,
     }
 }
 
-/// Whether `s` picks its buffer from a provided-buffer ring.
-fn selects_buffer(s: &RawSqe) -> bool {
-    s.flags & sqe::IOSQE_BUFFER_SELECT != 0
+/// A multishot receive's byte limit (`optlen`, 6.17; 0: none): the CQE that reaches it is
+/// the last, as the kernel's.
+fn recv_limit(s: &Sqe) -> u32 {
+    if s.opcode() == opcode::Recv::CODE {
+        s.send_recv().limit
+    } else {
+        0
+    }
 }
 
 impl Readiness {
@@ -76,18 +79,18 @@ impl Readiness {
     /// Tries `s` (with its progress `state`) until it would block, posting a CQE per
     /// success of a multishot op, or until it ends (its final CQE posted). `Some`: it waits,
     /// as it now is.
-    fn drive(&mut self, mut s: RawSqe, mut state: u32) -> Option<(RawSqe, u32)> {
+    fn drive(&mut self, mut s: Sqe, mut state: u32) -> Option<(Sqe, u32)> {
         let multi = multishot(&s);
+        let limit = recv_limit(&s);
         loop {
             let (t, flags) = self.attempt(&mut s, &mut state);
             match t {
                 Try::Again => return Some((s, state)),
-                Try::Done(r) if multi && s.opcode == opcode::Accept::CODE && r >= 0 => {
+                Try::Done(r) if multi && s.opcode() == opcode::Accept::CODE && r >= 0 => {
                     self.post(&s, r, IORING_CQE_F_MORE)
                 }
-                // A receive's byte limit (`optlen`, 0: none): the CQE that reaches it is the
-                // last, as the kernel's.
-                Try::Done(r) if multi && r > 0 && (s.file_index == 0 || state < s.file_index) => {
+                // A receive's byte limit: the CQE that reaches it is the last.
+                Try::Done(r) if multi && r > 0 && (limit == 0 || state < limit) => {
                     self.post(&s, r, flags | IORING_CQE_F_MORE)
                 }
                 Try::Done(r) => {
@@ -100,34 +103,43 @@ impl Readiness {
 
     /// One try of `s`: a receive into a provided buffer, or any other readiness op
     /// (`exec::try_ready`). Returns the outcome and the CQE's flags (a buffer's id).
-    fn attempt(&mut self, s: &mut RawSqe, state: &mut u32) -> (Try, u32) {
-        if !selects_buffer(s) {
+    fn attempt(&mut self, s: &mut Sqe, state: &mut u32) -> (Try, u32) {
+        if !s.selects_buffer() {
             // SAFETY: a waiting op's memory is its own until its final CQE (module invariant).
             return (unsafe { exec::try_ready(s, state) }, 0);
         }
-        let bgid = s.buf_index;
+        // A receive or a read (`start` refuses other ops that select a buffer): the ring,
+        // the length and the flags are at the same places in both.
+        let (fd, bgid, op_len, op_flags) = if s.opcode() == opcode::Recv::CODE {
+            let r = s.send_recv();
+            (r.fd, r.buf_group, r.len, r.msg_flags)
+        } else {
+            let r = s.rw();
+            (r.fd, r.buf_group, r.len, r.rw_flags)
+        };
         let Some(buf) = self.rings.peek(bgid) else {
             return (Try::Done(-libc::ENOBUFS), 0);
         };
         let mut len = buf.len;
         if multishot(s) {
-            if s.file_index != 0 {
-                len = len.min(s.file_index.saturating_sub(*state));
+            let limit = recv_limit(s);
+            if limit != 0 {
+                len = len.min(limit.saturating_sub(*state));
             }
-        } else if s.len != 0 {
-            len = len.min(s.len);
+        } else if op_len != 0 {
+            len = len.min(op_len);
         }
-        let flags = s.op_flags as i32 | libc::MSG_DONTWAIT;
+        let flags = op_flags | libc::MSG_DONTWAIT;
         // SAFETY: the buffer is the application's, registered in the ring (valid while the
         // ring is registered: `Rings::register`'s contract) and handed to the backend by
         // publishing it; nothing else writes it until a CQE names it.
         let r = unsafe {
             let to = buf.addr as usize as *mut libc::c_void;
-            if s.opcode == opcode::Recv::CODE {
-                libc::recv(s.fd, to, len as usize, flags)
+            if s.opcode() == opcode::Recv::CODE {
+                libc::recv(fd, to, len as usize, flags)
             } else {
                 // A read of a pipe or other stream (the fd is non-blocking).
-                libc::read(s.fd, to, len as usize)
+                libc::read(fd, to, len as usize)
             }
         };
         if r > 0 {
@@ -155,10 +167,11 @@ impl Readiness {
                 continue;
             };
             let s = w.sqe;
-            let revents = bits & (s.op_flags | (libc::POLLERR | libc::POLLHUP) as u32);
+            let p = s.poll_add();
+            let revents = bits & (p.poll32_events | (libc::POLLERR | libc::POLLHUP) as u32);
             if revents == 0 {
                 self.table.push(fd, Side::Poll, s, 0);
-            } else if s.len & IORING_POLL_ADD_MULTI != 0 {
+            } else if p.multishot {
                 self.post(&s, revents as i32, IORING_CQE_F_MORE);
                 self.table.push(fd, Side::Poll, s, 0);
             } else {
@@ -219,46 +232,53 @@ impl Readiness {
     }
 
     /// Carries out one SQE: now, or once its fd is ready, or on the pool.
-    pub(super) fn start(&mut self, s: RawSqe) {
-        if s.flags & sqe::IOSQE_FIXED_FILE != 0 {
+    pub(super) fn start(&mut self, s: Sqe) {
+        if s.fixed_file() {
             return self.complete(s, -libc::EBADF);
         }
         let picks = matches!(
-            s.opcode,
+            s.opcode(),
             opcode::Recv::CODE | opcode::Read::CODE | opcode::ReadMulti::CODE
         );
         let multishot_read_without_ring =
-            s.opcode == opcode::ReadMulti::CODE && !selects_buffer(&s);
-        if (selects_buffer(&s) && !picks) || multishot_read_without_ring {
+            s.opcode() == opcode::ReadMulti::CODE && !s.selects_buffer();
+        if (s.selects_buffer() && !picks) || multishot_read_without_ring {
             // Provided buffers serve receives and reads here (a multishot read needs one);
             // other ops that pick one: io_uring only.
             return self.complete(s, -libc::EINVAL);
         }
-        match Class::of(s.opcode) {
-            Class::Inline if s.opcode == opcode::AsyncCancel::CODE => self.cancel(s),
+        match Class::of(s.opcode()) {
+            Class::Inline if s.opcode() == opcode::AsyncCancel::CODE => self.cancel(s),
             Class::Inline => {
-                if s.opcode == opcode::Close::CODE {
-                    self.release_fd(s.fd);
+                if s.opcode() == opcode::Close::CODE {
+                    self.release_fd(s.fd());
                 }
                 // SAFETY: the op's memory is its own until its CQE (module invariant).
                 let r = unsafe { exec::inline(&s) };
                 self.complete(s, r);
             }
-            Class::Ready(_) if s.opcode == opcode::WaitId::CODE && s.len != libc::P_PIDFD => {
+            Class::Ready(_)
+                if s.opcode() == opcode::WaitId::CODE && s.waitid().idtype != libc::P_PIDFD =>
+            {
                 self.offload(s)
             }
             Class::Ready(dir) => self.start_ready(s, dir),
             Class::Poll => self.start_poll(s),
             Class::Pool => self.offload(s),
-            Class::Unsupported => self.complete(s, -libc::EINVAL),
+            // An opcode this backend does not carry out: `EINVAL`, as a kernel without it
+            // answers, with the opcode in the CQE's flags for the op's error to name.
+            Class::Unsupported => {
+                let flags = class::refused_flags(s.opcode());
+                self.complete_with(s, -libc::EINVAL, flags)
+            }
         }
     }
 
-    fn start_ready(&mut self, s: RawSqe, dir: Dir) {
-        let fd = s.fd;
+    fn start_ready(&mut self, s: Sqe, dir: Dir) {
+        let fd = s.fd();
         match self.classify(fd) {
             Err(r) => self.complete(s, r),
-            Ok(Kind::File) => match s.opcode {
+            Ok(Kind::File) => match s.opcode() {
                 opcode::Read::CODE | opcode::Readv::CODE => {
                     // SAFETY: as in `start`.
                     match unsafe { exec::read_nowait(&s) } {
@@ -292,14 +312,15 @@ impl Readiness {
         }
     }
 
-    fn start_poll(&mut self, s: RawSqe) {
-        let fd = s.fd;
+    fn start_poll(&mut self, s: Sqe) {
+        let p = s.poll_add();
+        let fd = p.fd;
         let kind = match self.classify(fd) {
             Err(r) => return self.complete(s, r),
             Ok(k) => k,
         };
-        match exec::try_poll(fd, s.op_flags) {
-            Try::Done(r) if r >= 0 && kind == Kind::Ready && s.len & IORING_POLL_ADD_MULTI != 0 => {
+        match exec::try_poll(fd, p.poll32_events) {
+            Try::Done(r) if r >= 0 && kind == Kind::Ready && p.multishot => {
                 self.post(&s, r, IORING_CQE_F_MORE);
                 self.table.push(fd, Side::Poll, s, 0);
             }

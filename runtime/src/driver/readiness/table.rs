@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use slab::Slab;
 
-use super::sqe::{Dir, RawSqe};
+use super::super::sqe::Sqe;
+use super::class::Dir;
 
 /// End of a list.
 const NIL: u32 = u32::MAX;
@@ -86,7 +87,7 @@ impl FdEntry {
 /// A waiting op.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Waiting {
-    pub(crate) sqe: RawSqe,
+    pub(crate) sqe: Sqe,
     /// Its progress across attempts (see `exec::try_ready`).
     pub(crate) state: u32,
     fd: i32,
@@ -128,7 +129,7 @@ impl Table {
     }
 
     /// Queues `sqe` behind the ops waiting on `fd`'s `side`.
-    pub(crate) fn push(&mut self, fd: i32, side: Side, sqe: RawSqe, state: u32) {
+    pub(crate) fn push(&mut self, fd: i32, side: Side, sqe: Sqe, state: u32) {
         let key = self.waiting.insert(Waiting {
             sqe,
             state,
@@ -136,7 +137,7 @@ impl Table {
             side,
             next: NIL,
         }) as u32;
-        self.by_user_data.insert(sqe.user_data, key);
+        self.by_user_data.insert(sqe.user_data(), key);
         let list = self.fd(fd).list(side);
         if list.tail == NIL {
             list.head = key;
@@ -161,7 +162,7 @@ impl Table {
             return None;
         }
         let w = self.waiting.remove(head as usize);
-        self.by_user_data.remove(&w.sqe.user_data);
+        self.by_user_data.remove(&w.sqe.user_data());
         let list = self.fd(fd).list(side);
         list.head = w.next;
         if w.next == NIL {
@@ -176,7 +177,7 @@ impl Table {
         let mut k = self.fd(fd).list(side).head;
         while k != NIL {
             let w = &self.waiting[k as usize];
-            out.push(w.sqe.user_data);
+            out.push(w.sqe.user_data());
             k = w.next;
         }
         out
@@ -215,8 +216,8 @@ mod tests {
     use super::*;
     use io_uring::opcode;
 
-    fn sqe(ud: u64) -> RawSqe {
-        RawSqe::of(opcode::Nop::new().build().user_data(ud))
+    fn sqe(ud: u64) -> Sqe {
+        Sqe::of(opcode::Nop::new().build().user_data(ud))
     }
 
     /// Lists keep submission order through pushes, pops and removals from any position.
@@ -229,18 +230,18 @@ mod tests {
         }
         t.push(7, Side::Poll, sqe(9), 0);
         assert_eq!(t.user_data_of(7, r), vec![1, 2, 3, 4, 5]);
-        assert_eq!(t.remove(3).map(|w| w.sqe.user_data), Some(3));
-        assert_eq!(t.remove(5).map(|w| w.sqe.user_data), Some(5));
+        assert_eq!(t.remove(3).map(|w| w.sqe.user_data()), Some(3));
+        assert_eq!(t.remove(5).map(|w| w.sqe.user_data()), Some(5));
         assert!(t.remove(5).is_none());
         t.push(7, r, sqe(6), 0);
         assert_eq!(t.user_data_of(7, r), vec![1, 2, 4, 6]);
-        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data), Some(1));
-        assert_eq!(t.remove(6).map(|w| w.sqe.user_data), Some(6));
+        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data()), Some(1));
+        assert_eq!(t.remove(6).map(|w| w.sqe.user_data()), Some(6));
         assert_eq!(t.user_data_of(7, r), vec![2, 4]);
         assert_eq!(t.user_data_of(7, Side::Poll), vec![9]);
         assert_eq!(t.waiting(), 3);
-        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data), Some(2));
-        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data), Some(4));
+        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data()), Some(2));
+        assert_eq!(t.pop(7, r).map(|w| w.sqe.user_data()), Some(4));
         assert!(t.pop(7, r).is_none());
         assert!(!t.fd(7).has_waiting(r));
         t.push(7, r, sqe(10), 0);
