@@ -1,115 +1,20 @@
 //! Entering the kernel: `io_uring_enter(2)` to submit, to collect completions, and to wait,
 //! and what the loop does about each error it returns ([`EnterError`]).
 //!
-//! Every enter goes through [`Driver::enter`], one raw syscall. Where the kernel has
-//! registered ring fds (`IORING_REGISTER_RING_FDS`, 5.18) the driver registers its ring's fd
-//! at setup ([`register_ring_fd`]) and enters with the registered index and
-//! `IORING_ENTER_REGISTERED_RING`, which spares the kernel an fd lookup (and its reference
-//! count) per enter. A registered index belongs to the thread that registered it; the
-//! driver lives and enters on its core's thread only (it is `!Send`). The io-uring crate
-//! remembers a registration only in one `Submitter`, which borrows the ring, so the driver
-//! keeps the index itself. The ring's real fd stays open: other cores' MSG_RING wakes name it.
+//! Every enter goes through [`Driver::enter`], which hands one [`Enter`] to the backend
+//! (`backend::Kernel::enter`: the io_uring system call, or the readiness backend's part of
+//! it). The policy here is the same on both: when to ask for completions, how long to wait,
+//! which errors are survived.
 
 use std::io;
-use std::os::fd::RawFd;
 use std::task::Waker;
 use std::time::Duration;
 
+use super::backend::Enter;
 use super::sq::{IORING_SQ_CQ_OVERFLOW, IORING_SQ_TASKRUN};
 use io_uring::squeue;
 
-use super::{Driver, Kernel, BATCH_WAIT_US, IORING_ENTER_GETEVENTS, SYNC_TOKEN};
-
-/// `io_uring_enter(2)`'s flag: the last argument is a `struct io_uring_getevents_arg`.
-const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
-/// `io_uring_enter(2)`'s flag: the fd argument is an index of a registered ring fd.
-pub(super) const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
-/// `io_uring_register(2)` opcodes registering and unregistering ring fds (5.18).
-const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
-const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
-
-/// `struct io_uring_rsrc_update` (include/uapi/linux/io_uring.h).
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
-/// `struct __kernel_timespec`.
-#[repr(C)]
-struct KernelTimespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
-/// `struct io_uring_getevents_arg` (include/uapi/linux/io_uring.h): a wait's timeout and
-/// minimum timeout (`min_wait_usec`, 6.12).
-#[repr(C)]
-struct GetEventsArg {
-    sigmask: u64,
-    sigmask_sz: u32,
-    min_wait_usec: u32,
-    ts: u64,
-}
-
-const _: () = assert!(std::mem::size_of::<RsrcUpdate>() == 16);
-const _: () = assert!(std::mem::size_of::<GetEventsArg>() == 24);
-
-/// Registers ring `fd` with this thread's io_uring context (`IORING_REGISTER_RING_FDS`,
-/// 5.18, at most 16 per thread): returns its index, for [`IORING_ENTER_REGISTERED_RING`].
-pub(super) fn register_ring_fd(fd: RawFd) -> io::Result<u32> {
-    let mut up = RsrcUpdate {
-        // Any free index.
-        offset: u32::MAX,
-        resv: 0,
-        data: fd as u64,
-    };
-    // SAFETY: `up` is one valid `io_uring_rsrc_update`, live across the call; the kernel
-    // reads it and writes the chosen index into its `offset`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            fd,
-            IORING_REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
-    match r {
-        1 => Ok(up.offset),
-        r if r < 0 => Err(io::Error::last_os_error()),
-        _ => Err(io::Error::other(
-            "io_uring_register(RING_FDS) registered no fd",
-        )),
-    }
-}
-
-/// Undoes [`register_ring_fd`] (the registration holds a reference to the ring, which would
-/// otherwise outlive its fd until the thread exits).
-pub(super) fn unregister_ring_fd(fd: RawFd, index: u32) -> io::Result<()> {
-    let up = RsrcUpdate {
-        offset: index,
-        resv: 0,
-        data: 0,
-    };
-    // SAFETY: `up` is one valid `io_uring_rsrc_update`, live across the call; the kernel
-    // only reads it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            fd,
-            IORING_UNREGISTER_RING_FDS,
-            &up as *const RsrcUpdate,
-            1u32,
-        )
-    };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
+use super::{Driver, BATCH_WAIT_US, SYNC_TOKEN};
 
 /// What the loop does about an error of `io_uring_enter(2)` (see [`enter_error_kind`]).
 ///
@@ -154,57 +59,10 @@ fn enter_error_kind(errno: Option<i32>) -> EnterError {
 }
 
 impl Driver {
-    /// `io_uring_enter(2)` on this ring: through its registered index where it has one,
-    /// else its fd; with `arg`, as an extended wait (`IORING_ENTER_EXT_ARG`). On the
-    /// readiness backend, that backend's [`enter`](super::readiness::Readiness::enter),
-    /// which takes every queued SQE.
+    /// `io_uring_enter(2)` on this core's backend (see [`Enter`]).
     #[inline]
-    fn enter(
-        &mut self,
-        to_submit: u32,
-        min_complete: u32,
-        flags: u32,
-        arg: Option<&GetEventsArg>,
-    ) -> io::Result<u32> {
-        if let Kernel::Readiness(rd) = &mut self.kernel {
-            let timeout = arg.and_then(|a| {
-                // SAFETY: `ts` is 0 or points at the `KernelTimespec` the caller keeps alive
-                // across this call (as for the kernel).
-                let ts = unsafe { (a.ts as *const KernelTimespec).as_ref() }?;
-                Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-            });
-            let getevents = flags & IORING_ENTER_GETEVENTS != 0;
-            return rd.enter(&mut self.sq, min_complete, getevents, timeout);
-        }
-        let (argp, argsz, flags) = match arg {
-            Some(a) => (
-                a as *const GetEventsArg as *const libc::c_void,
-                std::mem::size_of::<GetEventsArg>(),
-                flags | IORING_ENTER_EXT_ARG,
-            ),
-            None => (std::ptr::null(), 0, flags),
-        };
-        // SAFETY: `enter_fd` is this ring's fd, or its index registered by this thread (the
-        // driver never leaves its thread) with the flag saying so; `argp` is null or points
-        // at a `GetEventsArg` (whose `ts` is 0 or points at a timespec the caller keeps
-        // alive) live across the call. The SQEs the kernel reads point only at memory their
-        // ops own until their final CQE (the driver's contract for every push).
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_enter,
-                self.enter_fd,
-                to_submit,
-                min_complete,
-                flags | self.enter_flags,
-                argp,
-                argsz,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(r as u32)
-        }
+    fn enter(&mut self, e: Enter) -> io::Result<u32> {
+        self.kernel.enter(&mut self.sq, e)
     }
 
     /// Submits what the SQ holds without waiting, reaping first when the kernel says busy.
@@ -217,13 +75,8 @@ impl Driver {
             self.counters.enters += 1;
             // GETEVENTS only when the kernel has completion work pending or CQEs overflowed
             // (as `io_uring::Submitter::submit` does): it runs that work.
-            let sq_flags = self.sq.flags();
-            let flags = if sq_flags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) != 0 {
-                IORING_ENTER_GETEVENTS
-            } else {
-                0
-            };
-            let Err(e) = self.enter(self.sq.len(), 0, flags, None) else {
+            let getevents = self.sq.flags() & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN) != 0;
+            let Err(e) = self.enter(Enter::submit(self.sq.len(), getevents)) else {
                 return;
             };
             match enter_error_kind(e.raw_os_error()) {
@@ -251,7 +104,7 @@ impl Driver {
     /// the SQEs stay queued and the caller's loop enters again; `Fatal` ones panic.
     pub(super) fn enter_getevents(&mut self, to_submit: u32) {
         self.counters.enters += 1;
-        if let Err(e) = self.enter(to_submit, 0, IORING_ENTER_GETEVENTS, None) {
+        if let Err(e) = self.enter(Enter::submit(to_submit, true)) {
             if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
                 self.enter_failed(&format!("GETEVENTS, submitting {to_submit}"), &e, why);
             }
@@ -296,27 +149,13 @@ impl Driver {
         // for one CQE with no minimum timeout.
         let batch = want > 1 && self.min_timeout_ok;
         let wait_nr = if batch { want } else { 1 };
-        let ts = timeout.map(|t| KernelTimespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
-            tv_nsec: t.subsec_nanos() as i64,
+        let res = self.enter(Enter {
+            to_submit: self.sq.len(),
+            min_complete: wait_nr as u32,
+            getevents: true,
+            timeout,
+            min_wait_usec: if batch { BATCH_WAIT_US } else { 0 },
         });
-        let to_submit = self.sq.len();
-        let res = if !batch && ts.is_none() {
-            self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None)
-        } else {
-            let arg = GetEventsArg {
-                sigmask: 0,
-                sigmask_sz: 0,
-                min_wait_usec: if batch { BATCH_WAIT_US } else { 0 },
-                ts: ts.as_ref().map_or(0, |t| t as *const KernelTimespec as u64),
-            };
-            self.enter(
-                to_submit,
-                wait_nr as u32,
-                IORING_ENTER_GETEVENTS,
-                Some(&arg),
-            )
-        };
         let after = crate::stats::coarse_ns();
         self.counters.waits += 1;
         self.counters.waited_ns += after.saturating_sub(now);
@@ -350,7 +189,11 @@ impl Driver {
             }
             self.counters.enters += 1;
             let to_submit = self.sq.len();
-            if let Err(e) = self.enter(to_submit, 1, IORING_ENTER_GETEVENTS, None) {
+            let wait = Enter {
+                min_complete: 1,
+                ..Enter::submit(to_submit, true)
+            };
+            if let Err(e) = self.enter(wait) {
                 if let EnterError::Fatal(why) = enter_error_kind(e.raw_os_error()) {
                     self.enter_failed(&format!("synchronous op, submitting {to_submit}"), &e, why);
                 }
@@ -367,13 +210,9 @@ impl Driver {
         let queued = self.sq.len();
         panic!(
             "io_uring_enter ({call}) failed: {e}; {why}, so this core cannot go on \
-             (ring fd {}, entered as {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
+             (ring fd {}, {}, {queued} SQEs queued, {} ops in flight, shutting down: {}, {})",
             self.ring_fd(),
-            if self.enter_flags & IORING_ENTER_REGISTERED_RING != 0 {
-                format!("registered index {}", self.enter_fd)
-            } else {
-                "its fd".to_string()
-            },
+            self.kernel.entered_as(),
             self.in_flight(),
             self.shutting_down,
             self.flags,

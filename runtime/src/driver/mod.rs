@@ -1,9 +1,12 @@
 //! The ring driver: the only module that pushes to the SQ or reads the CQ.
 //!
 //! One `Driver` per core, created on the core's thread (SINGLE_ISSUER binds the ring to it).
-//! It owns the ring, the slab of op slots (`op::Lifecycle`) and the armed read on the
-//! core's wake eventfd. The loop calls `Driver::park` to submit (and wait when nothing is
-//! ready) and `Driver::reap` to move every ready CQE into its slot in one pass.
+//! It owns the backend (`backend`: the kernel's io_uring, or the readiness backend playing
+//! its part, behind one interface, `backend::Ring`, dispatched in one place), the SQ, the
+//! slab of op slots (`op::Lifecycle`) and the armed read on the core's wake eventfd. The
+//! loop calls `Driver::park` to submit (and wait when nothing is ready) and `Driver::reap`
+//! to move every ready CQE into its slot in one pass. Everything here and in `op` is the
+//! same code on both backends.
 //!
 //! # Invariant
 //! A slot's data (`Ignored`) is freed only when the op's final CQE is reaped; shutdown
@@ -28,7 +31,6 @@ mod home;
 pub(crate) mod kernel;
 pub(crate) mod op;
 pub(crate) mod probe;
-pub(crate) mod readiness;
 mod setup;
 mod shutdown;
 mod slots;
@@ -42,8 +44,9 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types};
 
+pub(crate) use backend::readiness;
 pub use backend::Backend;
-pub(crate) use backend::Kernel;
+use backend::{Kernel, Started};
 pub(crate) use current::{
     current_driver, current_features, try_with_driver, with_core_driver, with_current, with_driver,
     RingContext,
@@ -72,8 +75,6 @@ pub(crate) fn with_driver_freeing<R>(f: impl FnOnce(&mut Driver) -> R) -> R {
 
 /// `user_data` of the driver's own `ASYNC_CANCEL` SQEs: their CQEs are dropped.
 const CANCEL_TOKEN: u64 = u64::MAX;
-/// `io_uring_enter(2)`'s flag to collect completions (and run deferred task work).
-const IORING_ENTER_GETEVENTS: u32 = 1;
 
 /// `user_data` of the armed read on the wake eventfd.
 const WAKE_TOKEN: u64 = u64::MAX - 1;
@@ -93,42 +94,6 @@ const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
 /// How long a wait for a batch (see `Driver::expect_batch`) holds out for the whole batch
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
-
-/// One CQE into its slot: an op's (its slot key, far below the driver's tokens: the hot
-/// path), or one of the driver's own. A macro so that `Driver::reap` and
-/// `Driver::reap_readiness` borrow the driver's fields apart from the CQ they read.
-macro_rules! dispatch_cqe {
-    ($self:ident, $wake:ident, $n:ident, $ud:expr, $res:expr, $flags:expr) => {{
-        let (ud, res, flags): (u64, i32, u32) = ($ud, $res, $flags);
-        $n += 1;
-        if ud < MSG_SRC_FLOOR {
-            complete_op(
-                &mut $self.ops,
-                &mut $self.dead,
-                ud as usize,
-                res,
-                flags,
-                &mut $wake,
-                &mut $self.after,
-            );
-        } else {
-            match ud {
-                CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
-                SYNC_TOKEN => $self.sync_result = Some(res),
-                // Wake-ups: their CQE ended the wait; the loop reads the core's
-                // `notified` flag for what to do.
-                WAKE_TOKEN => $self.wake_armed = false,
-                MSG_WAKE_TOKEN => $self.counters.msg_rings_received += 1,
-                // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE
-                // only when the message failed.
-                ud if ud <= MSG_SRC_BASE && res < 0 => {
-                    $self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
-                }
-                _ => {}
-            }
-        }
-    }};
-}
 
 /// Counters the driver keeps for [`crate::Stats`].
 #[derive(Clone, Copy, Debug, Default)]
@@ -152,7 +117,7 @@ pub(crate) struct DriverCounters {
 
 /// One core's ring and op slots.
 pub(crate) struct Driver {
-    /// The kernel's ring, or the readiness backend playing its part.
+    /// The kernel's ring, or the readiness backend playing its part (`backend`: the seam).
     kernel: Kernel,
     /// The ring's SQ, written in place (every push goes through it).
     sq: sq::Sq,
@@ -176,10 +141,6 @@ pub(crate) struct Driver {
     /// Whether waits take a batch timeout (`IORING_FEAT_MIN_TIMEOUT`, 6.12, and the builder's
     /// `min_timeout` switch).
     min_timeout_ok: bool,
-    /// What `io_uring_enter(2)` is given as its fd: the ring's registered index (with
-    /// `enter_flags` = `IORING_ENTER_REGISTERED_RING`), or the ring's fd (and 0).
-    enter_fd: RawFd,
-    enter_flags: u32,
     /// What the ring was granted beyond its setup flags.
     features: Features,
     /// CQEs a parked task waits for before it can progress (see `expect_batch`).
@@ -200,62 +161,22 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// Sets up an io_uring (best flags and features this kernel grants of those `config`
-    /// asks for) and arms the wake read. Must be called on the thread that will drive the
-    /// ring. See [`Driver::new`] for the choice of backend.
-    fn new_uring(config: &RingConfig, wake_fd: RawFd) -> io::Result<Driver> {
-        use std::os::fd::AsRawFd;
-        // A kernel profile asks only for the flags its release has.
-        let want = config
-            .profile
-            .map_or(config.flags, |p| p.limit_flags(config.flags));
-        let (ring, flags) = setup::build_ring(want)?;
-        let mut sq = sq::Sq::new(&ring)?;
-        if let Some(profile) = config.profile {
-            sq.set_gate(profile.gate(wake_fd));
-        }
-        let mut probe = io_uring::Probe::new();
-        let probed = ring.submitter().register_probe(&mut probe).is_ok();
-        let ops = kernel::OpProbe::new(probed.then_some(probe), config.profile);
-        setup::check_required_ops(&ops)?;
-        let ring_params_skip_success = ring.params().is_feature_skip_cqe_on_success();
-        let msg_ring_ok = ring_params_skip_success && ops.supports(opcode::MsgRingData::CODE);
-        // Registered last: nothing after it fails, so the registration is always undone by
-        // the driver's drop.
-        let registered = if config.asks(feature_bit::REGISTERED_RING_FD) {
-            enter::register_ring_fd(ring.as_raw_fd()).ok()
-        } else {
-            None
-        };
-        let features = probe::probe(&ring, config, flags, &ops, registered.is_some());
-        let (enter_fd, enter_flags) = match registered {
-            Some(index) => (index as RawFd, enter::IORING_ENTER_REGISTERED_RING),
-            None => (ring.as_raw_fd(), 0),
-        };
-        Ok(Driver::with_kernel(
-            Kernel::Uring(ring),
+    /// Sets up the core's backend as `config` asks (see [`Backend`]) and arms the wake
+    /// read. Must be called on the thread that will drive it. `offload` runs the readiness
+    /// backend's file ops.
+    pub(crate) fn new(
+        config: &RingConfig,
+        wake_fd: RawFd,
+        offload: Option<readiness::Offload>,
+    ) -> io::Result<Driver> {
+        let Started {
+            kernel,
             sq,
             flags,
             features,
-            wake_fd,
             msg_ring_ok,
-            (enter_fd, enter_flags),
-            ring_params_skip_success,
-        ))
-    }
-
-    /// The driver around `kernel` and its SQ, with the wake read armed.
-    #[allow(clippy::too_many_arguments)]
-    fn with_kernel(
-        kernel: Kernel,
-        sq: sq::Sq,
-        flags: RingFlags,
-        features: Features,
-        wake_fd: RawFd,
-        msg_ring_ok: bool,
-        (enter_fd, enter_flags): (RawFd, u32),
-        skip_success_ok: bool,
-    ) -> Driver {
+            skip_success_ok,
+        } = backend::start(config, wake_fd, offload)?;
         let mut driver = Driver {
             kernel,
             sq,
@@ -267,8 +188,6 @@ impl Driver {
             shutting_down: false,
             msg_ring_ok,
             min_timeout_ok: features.min_timeout,
-            enter_fd,
-            enter_flags,
             features,
             batch_hint: 0,
             failed_msg_rings: Vec::new(),
@@ -282,7 +201,19 @@ impl Driver {
             counters: DriverCounters::default(),
         };
         driver.arm_wake();
-        driver
+        Ok(driver)
+    }
+
+    /// Whether this core runs the readiness backend.
+    pub(crate) fn is_readiness(&self) -> bool {
+        self.kernel.is_readiness()
+    }
+
+    /// The owner of regular fd `fd` is closing it or giving it up (see `SharedFd`): the
+    /// readiness backend forgets what it knew of the number. Nothing to do on io_uring.
+    #[inline]
+    pub(crate) fn release_fd(&mut self, fd: RawFd) {
+        self.kernel.release_fd(fd);
     }
 
     /// The flags the kernel granted.
@@ -322,15 +253,41 @@ impl Driver {
     /// overflow list are empty. Returns how many were reaped.
     pub(crate) fn reap(&mut self, mut wake: impl FnMut(Waker)) -> usize {
         let mut n = 0;
-        if let Kernel::Readiness(_) = self.kernel {
-            n = self.reap_readiness(&mut wake);
-        }
-        while let Kernel::Uring(ring) = &mut self.kernel {
-            // Hot path: one acquire of the CQ tail, one release of its head.
-            for cqe in ring.completion() {
-                dispatch_cqe!(self, wake, n, cqe.user_data(), cqe.result(), cqe.flags());
-            }
-            if !ring.submission().cq_overflow() {
+        loop {
+            // Hot path: one dispatch on the backend per pass, then (on io_uring) one acquire
+            // of the CQ tail, one release of its head. Each CQE goes to its op's slot (its
+            // key, far below the driver's tokens), or is one of the driver's own. The
+            // closure borrows the driver's fields apart from the backend it is handed to.
+            let overflowed = self.kernel.reap(|ud, res, flags| {
+                n += 1;
+                if ud < MSG_SRC_FLOOR {
+                    complete_op(
+                        &mut self.ops,
+                        &mut self.dead,
+                        ud as usize,
+                        res,
+                        flags,
+                        &mut wake,
+                        &mut self.after,
+                    );
+                    return;
+                }
+                match ud {
+                    CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
+                    SYNC_TOKEN => self.sync_result = Some(res),
+                    // Wake-ups: their CQE ended the wait; the loop reads the core's
+                    // `notified` flag for what to do.
+                    WAKE_TOKEN => self.wake_armed = false,
+                    MSG_WAKE_TOKEN => self.counters.msg_rings_received += 1,
+                    // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE only
+                    // when the message failed.
+                    ud if ud <= MSG_SRC_BASE && res < 0 => {
+                        self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+                    }
+                    _ => {}
+                }
+            });
+            if !overflowed {
                 break;
             }
             // The kernel holds overflowed CQEs: ask it to flush them into the (now empty)
@@ -353,20 +310,6 @@ impl Driver {
         n
     }
 
-    /// [`reap`](Driver::reap)'s pass over the readiness backend's CQ, out of line so the
-    /// io_uring pass stays as small as it was.
-    #[inline(never)]
-    fn reap_readiness(&mut self, mut wake: impl FnMut(Waker)) -> usize {
-        let mut n = 0;
-        while let Kernel::Readiness(rd) = &mut self.kernel {
-            let Some((ud, res, flags)) = rd.pop_cqe() else {
-                break;
-            };
-            dispatch_cqe!(self, wake, n, ud, res, flags);
-        }
-        n
-    }
-
     /// Data of ops the kernel is done with, for the caller to drop once it no longer borrows
     /// the driver: its `Drop` may use the runtime (a buffer ring unregisters itself).
     pub(crate) fn take_dead(&mut self) -> Vec<Box<dyn std::any::Any>> {
@@ -380,11 +323,7 @@ impl Driver {
 
     /// This ring's fd (the target of other cores' MSG_RING wakes).
     pub(crate) fn ring_fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        match &self.kernel {
-            Kernel::Uring(ring) => ring.as_raw_fd(),
-            Kernel::Readiness(rd) => rd.fd(),
-        }
+        self.kernel.ring_fd()
     }
 
     /// Sends an `IORING_OP_MSG_RING` that posts a wake CQE into the ring `target_fd` (core
@@ -461,14 +400,6 @@ impl Drop for Driver {
             self.shutdown_start();
         }
         while !self.shutdown_step() {}
-        if self.enter_flags & enter::IORING_ENTER_REGISTERED_RING != 0 {
-            // The registration holds the ring open; undo it so closing the fd frees the
-            // ring now rather than when this thread exits. On failure (never expected: the
-            // index is ours) the ring is freed at thread exit instead.
-            let index = self.enter_fd as u32;
-            let _ = enter::unregister_ring_fd(self.ring_fd(), index);
-            self.enter_fd = self.ring_fd();
-            self.enter_flags = 0;
-        }
+        // Then the backend drops (the io_uring one undoes its registered ring fd first).
     }
 }

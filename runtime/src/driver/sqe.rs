@@ -6,9 +6,8 @@
 //! bytes are `off` for a read, `addr2` for a send's destination and `infop` for a
 //! `WAITID`; `file_index`, `optlen`, `splice_fd_in` and `addr_len` share bytes 44..48.
 //! [`Sqe`] keeps the bytes private and hands out one typed view per opcode family
-//! ([`Sqe::recv`], [`Sqe::waitid`], ...), each named after the union members the kernel's
-//! own `*_prep` function reads for that opcode, so a reader never takes `file_index` to
-//! mean a receive's `optlen`.
+//! ([`Sqe::send_recv`], [`Sqe::waitid`], ...) named after the union members the kernel's
+//! `*_prep` function reads for that opcode: no reader takes `file_index` for `optlen`.
 
 use io_uring::squeue;
 
@@ -92,7 +91,7 @@ pub(crate) struct SendRecv {
     pub(crate) addr_len: u16,
 }
 
-/// `IORING_OP_SENDMSG`, `IORING_OP_RECVMSG`.
+/// `IORING_OP_SENDMSG`, `IORING_OP_RECVMSG` (`io_sendmsg_prep`, `io_recvmsg_prep`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Msg {
     pub(crate) fd: i32,
@@ -194,8 +193,7 @@ pub(crate) struct Splice {
     pub(crate) splice_flags: u32,
 }
 
-/// The path ops (`UNLINKAT`, `RENAMEAT`, `MKDIRAT`, `SYMLINKAT`, `LINKAT`) and `STATX`:
-/// a directory fd, a path at `addr`, maybe a second one at `addr2`.
+/// The path ops (`UNLINKAT`, `RENAMEAT`, `MKDIRAT`, `SYMLINKAT`, `LINKAT`) and `STATX`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PathOp {
     /// `fd`: the (old) directory fd.
@@ -235,7 +233,6 @@ impl Sqe {
     }
 
     /// Back to an entry, with whatever the setters changed.
-    #[inline]
     pub(crate) fn entry(self) -> squeue::Entry {
         // SAFETY: as in `of`: any bits make a valid `Entry`; the kernel checks the fields.
         unsafe { std::mem::transmute::<Fields, squeue::Entry>(self.0) }
@@ -248,19 +245,16 @@ impl Sqe {
     }
 
     /// The fd the op names (a fixed-file index with `IOSQE_FIXED_FILE`).
-    #[inline]
     pub(crate) fn fd(&self) -> i32 {
         self.0.fd
     }
 
     /// `ioprio`: the per-opcode flags of sends, receives and accepts.
-    #[inline]
     pub(crate) fn ioprio(&self) -> u16 {
         self.0.ioprio
     }
 
     /// The op's `user_data` (its slot key).
-    #[inline]
     pub(crate) fn user_data(&self) -> u64 {
         self.0.user_data
     }

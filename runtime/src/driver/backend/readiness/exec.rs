@@ -10,7 +10,7 @@ use std::io;
 
 use io_uring::opcode;
 
-use super::super::sqe::{Sqe, IORING_FSYNC_DATASYNC, SPLICE_F_FD_IN_FIXED};
+use crate::driver::sqe::{Sqe, IORING_FSYNC_DATASYNC, SPLICE_F_FD_IN_FIXED};
 
 /// What a non-blocking attempt came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use slab::Slab;
 
-use super::super::sqe::Sqe;
 use super::class::Dir;
+use crate::driver::sqe::Sqe;
 
 /// End of a list.
 const NIL: u32 = u32::MAX;

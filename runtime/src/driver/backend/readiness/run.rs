@@ -7,12 +7,12 @@ use std::os::fd::AsRawFd;
 
 use io_uring::opcode;
 
-use super::super::sqe::{Sqe, IORING_RECV_MULTISHOT};
 use super::class::{self, Class, Dir, IORING_CQE_F_MORE};
 use super::exec::{self, Try};
 use super::pbuf::IORING_CQE_F_BUFFER;
 use super::table::{Kind, Side};
 use super::{Readiness, INTEREST};
+use crate::driver::sqe::{Sqe, IORING_RECV_MULTISHOT};
 
 /// Whether `s` posts a CQE per success until it ends (a multishot accept or receive).
 fn multishot(s: &Sqe) -> bool {
@@ -251,7 +251,7 @@ impl Readiness {
             Class::Inline if s.opcode() == opcode::AsyncCancel::CODE => self.cancel(s),
             Class::Inline => {
                 if s.opcode() == opcode::Close::CODE {
-                    self.release_fd(s.fd());
+                    self.forget_fd(s.fd());
                 }
                 // SAFETY: the op's memory is its own until its CQE (module invariant).
                 let r = unsafe { exec::inline(&s) };

@@ -3,8 +3,8 @@
 //! asked for, a core's driver plays the kernel's part of the ring itself.
 //!
 //! The ops and the driver are the same on both backends: ops build SQEs and the driver
-//! pushes them into its SQ, which here is a plain array in memory ([`super::sq::Sq::local`])
-//! instead of the kernel's. Each "enter" hands them to [`Readiness::enter`], which carries
+//! pushes them into its SQ, which here is a plain array in memory ([`Sq::local`])
+//! instead of the kernel's. Each "enter" hands them to its [`Ring::enter`](super::Ring::enter), which carries
 //! each one out with the system call it stands for, and posts its CQE into a queue the
 //! driver reaps exactly as it reaps the kernel's CQ:
 //!
@@ -37,6 +37,7 @@
 pub(crate) mod class;
 mod exec;
 pub(crate) mod pbuf;
+mod ring;
 mod run;
 mod table;
 
@@ -47,11 +48,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::sqe::Sqe;
 use crate::blocking::Job;
+use crate::driver::sqe::Sqe;
 use table::{Kind, Table};
 
-use super::sq::Sq;
+use crate::driver::sq::Sq;
 
 /// Hands a job to the runtime's blocking pool; gives it back if the pool is closed.
 pub(crate) type Offload = Arc<dyn Fn(Job) -> Result<(), Job> + Send + Sync>;
@@ -66,7 +67,7 @@ const INTEREST: u32 = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc:
 const EVENTS: usize = 256;
 
 /// A CQE of the readiness backend: `user_data`, result, flags.
-pub(crate) type Cqe = (u64, i32, u32);
+type Cqe = (u64, i32, u32);
 
 /// Results of blocking-pool jobs, for the core to post.
 struct Finished {
@@ -189,48 +190,9 @@ impl Readiness {
         })
     }
 
-    /// The epoll fd (what `Driver::ring_fd` names on this backend).
-    pub(crate) fn fd(&self) -> i32 {
-        self.epoll.as_raw_fd()
-    }
-
-    /// Registers a provided-buffer ring (see [`pbuf`]). `Err`: the errno the kernel's
-    /// registration would answer.
-    ///
-    /// # Safety
-    /// `addr` points to `entries` ring entries that stay valid until
-    /// [`unregister_buf_ring`](Readiness::unregister_buf_ring) or the backend's end.
-    pub(crate) unsafe fn register_buf_ring(
-        &mut self,
-        addr: u64,
-        entries: u16,
-        bgid: u16,
-        flags: u16,
-    ) -> io::Result<()> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.rings.register(addr, entries, bgid, flags) }
-            .map_err(io::Error::from_raw_os_error)
-    }
-
-    /// Unregisters ring `bgid`: no receive picks from it afterwards.
-    pub(crate) fn unregister_buf_ring(&mut self, bgid: u16) -> bool {
-        self.rings.unregister(bgid)
-    }
-
-    /// The head of ring `bgid`: the entries before it were picked.
-    pub(crate) fn buf_ring_head(&self, bgid: u16) -> Option<u16> {
-        self.rings.head(bgid)
-    }
-
-    /// The next CQE posted.
-    #[inline]
-    pub(crate) fn pop_cqe(&mut self) -> Option<Cqe> {
-        self.cq.pop_front()
-    }
-
     /// The owner of `fd` is closing it or giving it up: its number may name another file
     /// next, so the backend forgets it (and takes it out of the epoll set).
-    pub(crate) fn release_fd(&mut self, fd: i32) {
+    pub(super) fn forget_fd(&mut self, fd: i32) {
         if fd < 0 {
             return;
         }
@@ -248,11 +210,11 @@ impl Readiness {
         }
     }
 
-    /// The kernel's part of `io_uring_enter(2)`: carries out every SQE queued in `sq`
-    /// (the driver's local SQ), then, with `getevents`, collects readiness and finished
-    /// pool jobs, waiting up to `timeout` (`None`: no limit) for `min_complete` CQEs.
-    /// Returns how many SQEs were taken.
-    pub(crate) fn enter(
+    /// The kernel's part of `io_uring_enter(2)` (see [`Ring::enter`](super::Ring::enter)):
+    /// carries out every SQE queued in `sq` (the driver's local SQ), then, with
+    /// `getevents`, collects readiness and finished pool jobs, waiting up to `timeout`
+    /// (`None`: no limit) for `min_complete` CQEs. Returns how many SQEs were taken.
+    fn enter_local(
         &mut self,
         sq: &mut Sq,
         min_complete: u32,
