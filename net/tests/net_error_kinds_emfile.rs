@@ -7,55 +7,14 @@
 //! Lowering `RLIMIT_NOFILE` affects the whole process, so this binary has one test that does
 //! everything in order, and gives the limit back before it returns.
 
-use std::fs::File;
 use std::io;
 use std::os::unix::net as unet;
 
 use corering_net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use runtime::Builder;
 
-/// Takes every fd below a limit lowered to a little above what is open now; gives back the
-/// old limit and the fds when dropped.
-struct Exhausted {
-    old: libc::rlimit,
-    fillers: Vec<File>,
-}
-
-impl Exhausted {
-    fn new() -> Exhausted {
-        let mut old = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `old` is a live rlimit for the call to fill.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) }, 0);
-        let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
-        let low = libc::rlimit {
-            rlim_cur: (open + 32).min(old.rlim_cur),
-            rlim_max: old.rlim_max,
-        };
-        // SAFETY: `low` is a live rlimit for the call to read.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) }, 0);
-        let mut fillers = Vec::new();
-        loop {
-            match File::open("/dev/null") {
-                Ok(f) => fillers.push(f),
-                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => break,
-                Err(e) => panic!("filling the fd table: {e}"),
-            }
-            assert!(fillers.len() < 1 << 20, "no EMFILE under the lowered limit");
-        }
-        Exhausted { old, fillers }
-    }
-}
-
-impl Drop for Exhausted {
-    fn drop(&mut self) {
-        self.fillers.clear();
-        // SAFETY: `old` is a live rlimit for the call to read.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.old) };
-    }
-}
+mod common;
+use common::fds::Exhausted;
 
 fn kind<T>(r: io::Result<T>) -> Option<io::ErrorKind> {
     r.err().map(|e| e.kind())

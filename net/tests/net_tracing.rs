@@ -8,7 +8,6 @@
 #![cfg(feature = "tracing")]
 
 use std::fmt::Write as _;
-use std::fs::File;
 use std::sync::{Arc, Mutex};
 
 use corering_net::TcpListener;
@@ -17,6 +16,9 @@ use runtime::Builder;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
+
+mod common;
+use common::fds::Exhausted;
 
 /// Every event: (target, level, fields).
 #[derive(Clone, Default)]
@@ -50,49 +52,6 @@ impl Subscriber for Recorder {
     }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
-}
-
-/// Takes every fd below a limit lowered to a little above what is open now; gives back the
-/// old limit and the fds when dropped.
-struct Exhausted {
-    old: libc::rlimit,
-    fillers: Vec<File>,
-}
-
-impl Exhausted {
-    fn new() -> Exhausted {
-        let mut old = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `old` is a live rlimit for the call to fill.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) }, 0);
-        let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
-        let low = libc::rlimit {
-            rlim_cur: (open + 32).min(old.rlim_cur),
-            rlim_max: old.rlim_max,
-        };
-        // SAFETY: `low` is a live rlimit for the call to read.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &low) }, 0);
-        let mut fillers = Vec::new();
-        loop {
-            match File::open("/dev/null") {
-                Ok(f) => fillers.push(f),
-                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => break,
-                Err(e) => panic!("filling the fd table: {e}"),
-            }
-            assert!(fillers.len() < 1 << 20, "no EMFILE under the lowered limit");
-        }
-        Exhausted { old, fillers }
-    }
-}
-
-impl Drop for Exhausted {
-    fn drop(&mut self) {
-        self.fillers.clear();
-        // SAFETY: `old` is a live rlimit for the call to read.
-        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &self.old) };
-    }
 }
 
 #[test]
