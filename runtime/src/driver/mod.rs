@@ -58,6 +58,54 @@ use op::{complete_op, AfterReap, Lifecycle};
 pub use setup::RingFlags;
 use slots::Slots;
 
+/// A reap pass's view of the driver: where each CQE goes (`Driver::reap`).
+struct Dispatch<'a, W> {
+    n: &'a mut usize,
+    ops: &'a mut Slots<Lifecycle>,
+    dead: &'a mut Vec<Box<dyn std::any::Any>>,
+    after: &'a mut AfterReap,
+    wake: &'a mut W,
+    sync_result: &'a mut Option<i32>,
+    wake_armed: &'a mut bool,
+    msg_rings_received: &'a mut u64,
+    failed_msg_rings: &'a mut Vec<usize>,
+}
+
+impl<W: FnMut(Waker)> backend::CqeSink for Dispatch<'_, W> {
+    /// Each CQE goes to its op's slot (its key, far below the driver's tokens), or is one of
+    /// the driver's own.
+    #[inline(always)]
+    fn cqe(&mut self, ud: u64, res: i32, flags: u32) {
+        *self.n += 1;
+        if ud < MSG_SRC_FLOOR {
+            complete_op(
+                self.ops,
+                self.dead,
+                ud as usize,
+                res,
+                flags,
+                self.wake,
+                self.after,
+            );
+            return;
+        }
+        match ud {
+            CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
+            SYNC_TOKEN => *self.sync_result = Some(res),
+            // Wake-ups: their CQE ended the wait; the loop reads the core's `notified` flag
+            // for what to do.
+            WAKE_TOKEN => *self.wake_armed = false,
+            MSG_WAKE_TOKEN => *self.msg_rings_received += 1,
+            // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE only when the
+            // message failed.
+            ud if ud <= MSG_SRC_BASE && res < 0 => {
+                self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Runs `f` with the current core's driver, then drops the data of ops that finished
 /// meanwhile (`Driver::take_dead`), outside the driver's borrow: for op drops, since op
 /// data may run user code when dropped, which may use the driver (safety rule 2 of `op`).
@@ -95,7 +143,7 @@ const MSG_SRC_FLOOR: u64 = MSG_SRC_BASE - 65536;
 /// before returning with the CQEs that arrived: the most it delays any other completion.
 const BATCH_WAIT_US: u32 = 50;
 
-/// Counters the driver keeps for [`crate::Stats`].
+/// Counters the driver keeps for [`crate::CoreMetrics`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct DriverCounters {
     pub(crate) sqes: u64,
@@ -255,38 +303,20 @@ impl Driver {
         let mut n = 0;
         loop {
             // Hot path: one dispatch on the backend per pass, then (on io_uring) one acquire
-            // of the CQ tail, one release of its head. Each CQE goes to its op's slot (its
-            // key, far below the driver's tokens), or is one of the driver's own. The
-            // closure borrows the driver's fields apart from the backend it is handed to.
-            let overflowed = self.kernel.reap(|ud, res, flags| {
-                n += 1;
-                if ud < MSG_SRC_FLOOR {
-                    complete_op(
-                        &mut self.ops,
-                        &mut self.dead,
-                        ud as usize,
-                        res,
-                        flags,
-                        &mut wake,
-                        &mut self.after,
-                    );
-                    return;
-                }
-                match ud {
-                    CANCEL_TOKEN | FIXED_CLOSE_TOKEN => {}
-                    SYNC_TOKEN => self.sync_result = Some(res),
-                    // Wake-ups: their CQE ended the wait; the loop reads the core's
-                    // `notified` flag for what to do.
-                    WAKE_TOKEN => self.wake_armed = false,
-                    MSG_WAKE_TOKEN => self.counters.msg_rings_received += 1,
-                    // This ring's MSG_RING SQEs (MSG_SRC_FLOOR..=MSG_SRC_BASE): a CQE only
-                    // when the message failed.
-                    ud if ud <= MSG_SRC_BASE && res < 0 => {
-                        self.failed_msg_rings.push((MSG_SRC_BASE - ud) as usize);
-                    }
-                    _ => {}
-                }
-            });
+            // of the CQ tail, one release of its head. The sink borrows the driver's fields
+            // apart from the backend it is handed to.
+            let mut sink = Dispatch {
+                n: &mut n,
+                ops: &mut self.ops,
+                dead: &mut self.dead,
+                after: &mut self.after,
+                wake: &mut wake,
+                sync_result: &mut self.sync_result,
+                wake_armed: &mut self.wake_armed,
+                msg_rings_received: &mut self.counters.msg_rings_received,
+                failed_msg_rings: &mut self.failed_msg_rings,
+            };
+            let overflowed = self.kernel.reap(&mut sink);
             if !overflowed {
                 break;
             }

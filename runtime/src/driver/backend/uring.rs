@@ -20,7 +20,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{opcode, IoUring};
 
-use super::{Enter, Kernel, Ring, Started};
+use super::{CqeSink, Enter, Kernel, Ring, Started};
 use crate::driver::features::{bit as feature_bit, RingConfig};
 use crate::driver::kernel::{self, Has, Profile, REGISTER_PBUF_STATUS};
 use crate::driver::{probe, setup, sq};
@@ -173,11 +173,11 @@ impl Ring for Uring {
         }
     }
 
-    /// Hot path: one acquire of the CQ tail, one release of its head; `f` inlined.
+    /// Hot path: one acquire of the CQ tail, one release of its head; the sink inlined.
     #[inline]
-    fn reap(&mut self, mut f: impl FnMut(u64, i32, u32)) -> bool {
+    fn reap(&mut self, sink: &mut impl CqeSink) -> bool {
         for cqe in self.ring.completion() {
-            f(cqe.user_data(), cqe.result(), cqe.flags());
+            sink.cqe(cqe.user_data(), cqe.result(), cqe.flags());
         }
         self.ring.submission().cq_overflow()
     }

@@ -428,7 +428,9 @@ impl Driver {
 }
 
 /// Applies an op's CQE to its slot: wakes its waiter, or frees what a dropped op left.
-#[inline]
+/// Always inlined: each backend's reap loop gets its own copy (on io_uring, a call per CQE
+/// cost about 20 instructions per NOP under callgrind).
+#[inline(always)]
 pub(crate) fn complete_op(
     ops: &mut Slots<Lifecycle>,
     dead: &mut Vec<Box<dyn std::any::Any>>,

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-use super::super::{Enter, Ring};
+use super::super::{CqeSink, Enter, Ring};
 use super::Readiness;
 use crate::driver::kernel::Profile;
 use crate::driver::sq::Sq;
@@ -18,9 +18,9 @@ impl Ring for Readiness {
 
     /// Out of line, so that the io_uring arm of the dispatch stays as small as it was.
     #[inline(never)]
-    fn reap(&mut self, mut f: impl FnMut(u64, i32, u32)) -> bool {
+    fn reap(&mut self, sink: &mut impl CqeSink) -> bool {
         while let Some((ud, res, flags)) = self.cq.pop_front() {
-            f(ud, res, flags);
+            sink.cqe(ud, res, flags);
         }
         // Nothing overflows: the CQ is a growable queue.
         false
