@@ -8,7 +8,7 @@ use std::io::{self, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::process::ExitCode;
 
-use harness::cli::{Cli, Output, Which};
+use harness::cli::{Cli, Output, Role};
 use harness::{output, progress};
 
 /// The running kernel's release string (`/proc/sys/kernel/osrelease`, as uname(2) has it).
@@ -57,19 +57,23 @@ fn prepare(output: &Output) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let (cli, benches) = match Cli::try_parse_args(std::env::args_os()) {
+    let cli = match Cli::try_parse_args(benches::ENTRIES, std::env::args_os()) {
         Ok(parsed) => parsed,
         // `--help` (exit 0) or a usage error (exit 2), printed as clap formats it.
         Err(e) => e.exit(),
     };
     // The child processes `idle-conns` and `http-cores` run: no banner, no output files.
-    match cli.which {
-        Which::IdleServer(args) => return benches::idle_conns::server_main(args),
-        Which::IdleClient(args) => return benches::idle_conns::client_main(args),
-        Which::HttpServer(args) => return benches::http_cores::server_main(args),
-        Which::One(_) | Which::All => {}
+    if let Some((
+        &harness::cli::Entry {
+            role: Role::Child(main),
+            ..
+        },
+        m,
+    )) = &cli.child
+    {
+        return main(m);
     }
-    let (opts, output) = (cli.opts, cli.output);
+    let (opts, output, benches) = (cli.opts, cli.output, cli.benches);
     if let Err(e) = prepare(&output) {
         eprintln!("bench: {e}");
         return ExitCode::from(2);
@@ -99,12 +103,15 @@ fn main() -> ExitCode {
         );
     }
     let mut code = ExitCode::SUCCESS;
-    for (i, (name, bench)) in benches.iter().enumerate() {
+    for (i, (entry, matches)) in benches.iter().enumerate() {
+        let (name, Role::Bench { run, .. }) = (entry.name, &entry.role) else {
+            unreachable!("{} is not a benchmark", entry.name);
+        };
         if !output.quiet || i > 0 {
             println!();
         }
         progress::bench(i, benches.len(), name);
-        if let Err(e) = bench.run(&opts) {
+        if let Err(e) = run(&opts, matches) {
             eprintln!("bench {name}: {e}");
             code = ExitCode::FAILURE;
             break;

@@ -1,11 +1,11 @@
-//! The command line: [`Cli`], derived with clap. The benchmarks `all` runs are clap's own
-//! list of [`Bench`] subcommands, in order, less [`NOT_IN_ALL`].
+//! The command line: [`Cli`], built with clap from the shared options ([`Opts`], [`Output`],
+//! derived) and the subcommands the benchmarks register as data ([`Entry`]), so this module
+//! names no benchmark. `all` runs every [`Role::Bench`] entry with `in_all`, in order.
 
 use std::io;
+use std::process::ExitCode;
 
-use clap::{Args, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
-
-use crate::benches::{self, http_cores, idle_conns};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 /// The end of every `--help`, the subcommands' included.
 const AFTER_HELP: &str = "\
@@ -18,28 +18,47 @@ at once; they are written at the end, also after a failed benchmark.
 
 Pin for stable figures, e.g. `taskset -c 0 bench all`.";
 
-/// Subcommands `all` leaves out: `features` is an ablation of this runtime's own kernel
-/// feature switches (nine echo servers, about 90 s with `--quick`), not a comparison with
-/// the baselines; run it by name.
-pub const NOT_IN_ALL: [&str; 1] = ["features"];
+/// A subcommand as its benchmark registers it: name, help line, own options, what it runs.
+pub struct Entry {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// Its line in `--help`.
+    pub about: &'static str,
+    /// Adds its own options (a clap `Args` struct's `augment_args`; `identity` for none).
+    pub args: fn(Command) -> Command,
+    /// What naming it runs.
+    pub role: Role,
+}
 
-/// The command line: a subcommand, and options that may come before or after it.
-#[derive(Debug, Parser)]
-#[command(
-    name = "bench",
-    about = "The runtime's benchmarks, side by side with the raw ring and tokio",
-    subcommand_value_name = "SUBCOMMAND",
-    subcommand_help_heading = "Subcommands",
-    disable_help_subcommand = true
-)]
+/// What an [`Entry`] runs.
+pub enum Role {
+    /// A benchmark, printing its tables; `all` runs it when `in_all`.
+    Bench {
+        /// Whether `all` runs it (not `features`: an ablation of this runtime's own kernel
+        /// feature switches, about 90 s with `--quick`, not a comparison with the baselines).
+        in_all: bool,
+        /// Runs it with the shared options and its own matches.
+        run: fn(&Opts, &ArgMatches) -> io::Result<()>,
+    },
+    /// A hidden child process a benchmark starts (this binary again): no banner, no output files.
+    Child(fn(&ArgMatches) -> ExitCode),
+}
+
+/// An entry's own options out of its matches (its `args` struct, `A`).
+pub fn args<A: FromArgMatches>(m: &ArgMatches) -> io::Result<A> {
+    A::from_arg_matches(m).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+}
+
+/// The parsed command line: the shared options, and what to run.
 pub struct Cli {
-    // (No doc comments on these fields: clap would put them into `--help`.)
-    #[command(subcommand)]
-    pub which: Which,
-    #[command(flatten)]
+    /// Options every subcommand takes.
     pub opts: Opts,
-    #[command(flatten)]
+    /// Where results go besides the terminal.
     pub output: Output,
+    /// The benchmarks to run, in order, each with its own matches (none for a child).
+    pub benches: Vec<(&'static Entry, ArgMatches)>,
+    /// The child process to run instead, with its matches.
+    pub child: Option<(&'static Entry, ArgMatches)>,
 }
 
 /// Options shared by every subcommand.
@@ -118,171 +137,63 @@ fn seconds(s: &str) -> Result<f64, String> {
     }
 }
 
-/// What the subcommand names: one benchmark or all of them.
-#[derive(Clone, Copy, Debug, Subcommand)]
-pub enum Which {
-    // One benchmark (a doc comment here would reach `--help`).
-    #[command(flatten)]
-    One(Bench),
-    /// every benchmark above but features, in order
-    All,
-    /// (internal) idle-conns's server process: one echo server until stdin closes
-    #[command(hide = true)]
-    IdleServer(idle_conns::ServerArgs),
-    /// (internal) idle-conns's client process: N connections, echoed once, then idle
-    #[command(hide = true)]
-    IdleClient(idle_conns::ClientArgs),
-    /// (internal) http-cores's server process: the axum app on two cores until stdin closes
-    #[command(hide = true)]
-    HttpServer(http_cores::ServerArgs),
-}
-
-/// A benchmark the command line can name.
-#[derive(Clone, Copy, Debug, PartialEq, Subcommand)]
-pub enum Bench {
-    /// 32 IORING_OP_NOP in flight: raw ring vs this runtime
-    Nop,
-    /// 32 POLLIN requests on 32 pipes, triggered by writes: raw ring vs runtime vs tokio
-    Poll,
-    /// chains of 10 and 100 linked NOPs, ns per NOP: raw ring vs runtime
-    Link,
-    /// spawn + join of an empty task: this runtime vs tokio current-thread
-    Spawn,
-    /// 10,000 clients connect, echo 128 B, close: singleshot vs multishot accept vs tokio
-    Accept,
-    /// connections ping-pong messages for D seconds: runtime vs tokio vs raw ring
-    Echo,
-    /// the echo loads with each kernel feature switched off in turn: what each one buys
-    Features,
-    /// a counter bounced between two cores: runtime cores(2) vs std threads vs tokio
-    #[command(name = "pingpong")]
-    PingPong,
-    /// the echo benchmark's runtime server with cores(1) vs cores(N), SO_REUSEPORT
-    EchoCores,
-    /// a cores(2) runtime asleep for 2 s: process CPU and enters per core
-    Idle,
-    /// N idle connections: server RSS per connection and idle CPU, runtime vs tokio vs raw
-    IdleConns(idle_conns::IdleConnsArgs),
-    /// 4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs
-    Read,
-    /// channels: runtime::sync vs sync::local vs futures on one core; across cores vs tokio
-    Sync,
-    /// axum HTTP/1.1 on 2 cores under wrk, four handlers: runtime cores(2) vs tokio multi-thread
-    HttpCores,
-}
-
-impl Bench {
-    /// Runs the benchmark, printing its tables.
-    pub fn run(self, opts: &Opts) -> io::Result<()> {
-        use benches::*;
-        match self {
-            Bench::Nop => nop::run(opts),
-            Bench::Poll => poll::run(opts),
-            Bench::Link => link::run(opts),
-            Bench::Spawn => spawn::run(opts),
-            Bench::Accept => accept::run(opts),
-            Bench::Echo => echo::run(opts),
-            Bench::Features => features::run(opts),
-            Bench::PingPong => pingpong::run(opts),
-            Bench::EchoCores => echo_cores::run(opts),
-            Bench::Idle => idle::run(opts),
-            Bench::IdleConns(args) => idle_conns::run(opts, args),
-            Bench::Read => read::run(opts),
-            Bench::Sync => sync::run(opts),
-            Bench::HttpCores => http_cores::run(opts),
-        }
-    }
-
-    /// Every benchmark clap knows, by subcommand name, in the order of `--help`, each name
-    /// parsed back through clap with its defaults (idle-conns: the echo servers).
-    pub fn every() -> Vec<(String, Bench)> {
-        let cmd = Bench::augment_subcommands(clap::Command::new("bench"));
-        let parse = |name: &str| {
-            cmd.clone()
-                .try_get_matches_from(["bench", name])
-                .and_then(|m| Bench::from_arg_matches(&m))
-        };
-        let names = cmd.get_subcommands().map(|sub| sub.get_name().to_string());
-        names
-            .map(|name| {
-                (
-                    name.clone(),
-                    parse(&name).expect("a bare subcommand parses"),
-                )
-            })
-            .collect()
-    }
-}
-
 impl Cli {
-    /// The command [`Cli`] derives, with [`AFTER_HELP`] under every subcommand's help too.
-    pub fn command_with_help() -> clap::Command {
-        Cli::command()
+    /// The command line of `entries`: the shared options, each entry a subcommand (the
+    /// benchmarks, then `all`, then the hidden children), [`AFTER_HELP`] under every help.
+    pub fn command(entries: &[Entry]) -> Command {
+        // The shared options list after a subcommand's own in its help (display order 100 on).
+        let cmd = Command::new("bench").next_display_order(100);
+        let cmd = Output::augment_args(Opts::augment_args(cmd))
+            .about("The runtime's benchmarks, side by side with the raw ring and tokio")
+            .subcommand_value_name("SUBCOMMAND")
+            .subcommand_help_heading("Subcommands")
+            .disable_help_subcommand(true)
+            .subcommand_required(true)
+            .arg_required_else_help(true);
+        // `about` after `args`: an `Args` struct's own doc comment would replace it.
+        let sub = |e: &Entry| (e.args)(Command::new(e.name)).about(e.about);
+        let (benches, children): (Vec<_>, Vec<_>) = entries
+            .iter()
+            .partition(|e| matches!(e.role, Role::Bench { .. }));
+        let all = Command::new("all").about("every benchmark above but features, in order");
+        cmd.subcommands(benches.into_iter().map(sub))
+            .subcommand(all)
+            .subcommands(children.into_iter().map(|e| sub(e).hide(true)))
             .after_help(AFTER_HELP)
             .mut_subcommands(|sub| sub.after_help(AFTER_HELP))
     }
 
-    /// Parses `args` (the program name first), with the name of each benchmark to run.
-    pub fn try_parse_args<I, T>(args: I) -> Result<(Cli, Vec<(String, Bench)>), clap::Error>
+    /// Parses `args` (the program name first) against `entries`.
+    pub fn try_parse_args<I, T>(entries: &'static [Entry], args: I) -> Result<Cli, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let mut cmd = Cli::command_with_help();
+        let mut cmd = Cli::command(entries);
         let matches = cmd.try_get_matches_from_mut(args)?;
-        let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
-        let benches = match (cli.which, matches.subcommand_name()) {
-            (Which::One(b), Some(name)) => vec![(name.to_string(), b)],
-            (Which::All, _) => (Bench::every().into_iter())
-                .filter(|(name, _)| !NOT_IN_ALL.contains(&name.as_str()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        Ok((cli, benches))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every subcommand parses with the shared flags; `all` is every benchmark but
-    /// [`NOT_IN_ALL`]; the internal ones stay out of `--help` and out of `all`; our own value
-    /// parsers refuse what they should.
-    #[test]
-    fn every_subcommand_parses() {
-        Cli::command().debug_assert();
-        let parse =
-            |args: &str| Cli::try_parse_args(std::iter::once("bench").chain(args.split(' ')));
-        let every = Bench::every();
-        assert_eq!(every.len(), 14);
-        for (name, bench) in &every {
-            let (cli, benches) = parse(&format!("{name} --quick --json -")).unwrap();
-            assert_eq!(benches, [(name.clone(), *bench)]);
-            assert!(cli.opts.quick && cli.output.json.as_deref() == Some("-"));
+        let opts = Opts::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+        let output = Output::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+        let (name, sub) = matches.subcommand().expect("a subcommand is required");
+        let named = entries.iter().find(|e| e.name == name);
+        let (mut benches, mut child) = (Vec::new(), None);
+        match named.map(|e| (e, &e.role)) {
+            Some((e, Role::Bench { .. })) => benches.push((e, sub.clone())),
+            Some((e, Role::Child(_))) => child = Some((e, sub.clone())),
+            // `all`: every benchmark in it, each with its own defaults.
+            None => {
+                for e in entries {
+                    if let Role::Bench { in_all: true, .. } = e.role {
+                        let own = (e.args)(Command::new(e.name)).try_get_matches_from([e.name]);
+                        benches.push((e, own.map_err(|e| e.format(&mut cmd))?));
+                    }
+                }
+            }
         }
-        let (_, all) = parse("--runs=2 all").unwrap();
-        let want: Vec<_> = every.into_iter().filter(|(n, _)| n != "features").collect();
-        assert_eq!(all, want);
-        assert!(parse("idle-server --kind raw").unwrap().1.is_empty());
-        assert!(parse("http-server --kind tokio --cpus 0,1")
-            .unwrap()
-            .1
-            .is_empty());
-        let top = Cli::command_with_help().render_long_help().to_string();
-        assert!(
-            !top.contains("idle-server")
-                && !top.contains("http-server")
-                && top.contains("  features "),
-            "{top}"
-        );
-        for bad in [
-            "nop --runs 0",
-            "nop --seconds -1",
-            "echo-cores --cores 1",
-            "idle-conns --conns x",
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
+        Ok(Cli {
+            opts,
+            output,
+            benches,
+            child,
+        })
     }
 }
