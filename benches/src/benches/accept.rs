@@ -10,8 +10,9 @@ use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, tokio_current, Contestant, Measure, Plan, Summary};
-use crate::harness::report::{header, render_grid, Metric, Table};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{tokio_current, Contestant, Measure, Plan, Summary};
+use crate::harness::report::{header, render_grid, Metric};
 use crate::harness::server::{Cpus, Ctl, Report};
 use crate::servers::{self, ACCEPT_MSG as MSG};
 
@@ -28,24 +29,33 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let client = tokio_current()?;
 
     let reports: Vec<RefCell<Vec<Report>>> = servers.iter().map(|_| RefCell::default()).collect();
-    let mut contestants: Vec<Contestant<'_>> = (servers.iter().zip(&reports))
-        .map(|((name, srv), rep)| {
-            let client = &client;
-            Contestant::new(*name, move |n| {
-                let (m, r) = one_run(client, srv.addr, &srv.ctl, n)?;
-                rep.borrow_mut().push(r);
-                Ok(m)
-            })
+    let contenders = (servers.iter().zip(&reports)).map(|((name, srv), rep)| {
+        let client = &client;
+        Contestant::new(*name, move |n| {
+            let (m, r) = one_run(client, srv.addr, &srv.ctl, n)?;
+            rep.borrow_mut().push(r);
+            Ok(m)
         })
-        .collect();
-    let (mut series, count) = alternate(&mut contestants, plan)?;
-    drop(contestants);
+    });
+    let title = format!(
+        "accept: {{n}} clients per run (connect, write {MSG} B, read it back, close), {CONCURRENCY} in progress at \
+         once"
+    );
+    let mut table = Contest::new(title, Metric::Rate("conns/s"), "vs tokio")
+        .against(2)
+        .rows(contenders)
+        .note(format!(
+            "{}; client: tokio current-thread, SO_LINGER 0; RLIMIT_NOFILE {nofile}",
+            cpus.describe()
+        ))
+        .note("enters/op: the server's io_uring_enter calls per connection (runtime::stats)")
+        .run(plan)?;
     drop(pin);
-    let names: Vec<&str> = servers.iter().map(|(name, _)| *name).collect();
     for (_, srv) in servers {
         srv.stop()?;
     }
 
+    let series = &mut table.series;
     let gain = (series[1].rates().median / series[0].rates().median - 1.0) * 100.0;
     let mut cpu_rows = vec![header(&[
         "",
@@ -54,45 +64,25 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         "max",
         "server busy",
     ])];
-    for ((name, rep), s) in names.iter().zip(&reports).zip(&mut series) {
+    for (rep, s) in reports.iter().zip(series.iter_mut()) {
         // Drop each contestant's warm-up report; the rest line up with the measured runs.
         let rep = &rep.borrow()[1..];
-        let per: Vec<f64> = rep
-            .iter()
-            .map(|r| r.cpu.as_secs_f64() * 1e6 / r.count.max(1) as f64)
-            .collect();
-        let busy: Vec<f64> = rep
-            .iter()
-            .map(|r| r.cpu.as_secs_f64() / r.elapsed.as_secs_f64().max(1e-9))
-            .collect();
-        let sum = Summary::of(&per);
-        cpu_rows.push(vec![
-            name.to_string(),
-            format!("{:.2}", sum.median),
-            format!("{:.2}", sum.min),
-            format!("{:.2}", sum.max),
-            format!("{:.0}%", Summary::of(&busy).median * 100.0),
-        ]);
+        let per = |r: &Report| r.cpu.as_secs_f64() * 1e6 / r.count.max(1) as f64;
+        let busy = |r: &Report| r.cpu.as_secs_f64() / r.elapsed.as_secs_f64().max(1e-9);
+        let sum = Summary::of(&rep.iter().map(per).collect::<Vec<_>>());
+        let busy = Summary::of(&rep.iter().map(busy).collect::<Vec<_>>()).median;
+        let mut row = vec![s.name.clone()];
+        row.extend([sum.median, sum.min, sum.max].map(|v| format!("{v:.2}")));
+        row.push(format!("{:.0}%", busy * 100.0));
+        cpu_rows.push(row);
         // The server CPU per connection the second table prints, also in `--json` rows.
         s.extra
             .push(("server_cpu_us_per_op".to_string(), sum.median));
     }
-    let title = format!(
-        "accept: {count} clients per run (connect, write {MSG} B, read it back, close), {CONCURRENCY} in progress \
-             at once, median of {} runs",
-        plan.runs
-    );
-    let notes = vec![
-        format!(
-            "{}; client: tokio current-thread, SO_LINGER 0; RLIMIT_NOFILE {nofile}",
-            cpus.describe()
-        ),
-        "enters/op: the server's io_uring_enter calls per connection (runtime::stats)".to_string(),
+    table.print([
         format!("multishot vs singleshot: {gain:+.2}% connections/s"),
         "target: multishot >= singleshot (+1.65% in the RFC), >= 1.2x tokio".to_string(),
-    ];
-    let table = Table::new(title, Metric::Rate("conns/s"), "vs tokio", 2, series, notes);
-    print!("{}", table.render());
+    ]);
     println!("  server CPU per connection (getrusage RUSAGE_THREAD in the server thread):");
     print!("{}", render_grid(&cpu_rows, 4));
     Ok(())

@@ -7,9 +7,10 @@ use runtime::ext::{raw::nop, Link};
 use io_uring::{opcode, squeue};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, timed, Contestant, Measure, Plan, Tally};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{timed, Measure, Plan, Tally};
 use crate::harness::raw::RawRing;
-use crate::harness::report::{Metric, Table};
+use crate::harness::report::Metric;
 
 /// Runs the benchmark and prints its tables, one per chain length.
 pub fn run(opts: &Opts) -> io::Result<()> {
@@ -31,29 +32,22 @@ fn one(opts: &Opts, chain: usize) -> io::Result<()> {
     let link = opcode::Nop::new().build().flags(squeue::Flags::IO_LINK);
     let mut batch = vec![link.user_data(1); chain];
     batch[chain - 1] = opcode::Nop::new().build().user_data(2);
-    let mut contestants = vec![
+    let title = format!("link (N={chain}): chains of {chain} linked NOPs, {{n}} NOPs per run");
+    Contest::new(title, Metric::NsPerOp("nop"), "vs raw")
         // SAFETY: a NOP references no memory. One `submit_and_wait(N)` per chain.
-        Contestant::new("raw ring", |n| unsafe { raw.batches(n, &batch) }),
-        Contestant::new("runtime", |n| runtime_chains(&rt, n, chain, &tally)),
-        Contestant::new("runtime, one by one", |n| {
+        .row("raw ring", |n| unsafe { raw.batches(n, &batch) })
+        .row("runtime", |n| runtime_chains(&rt, n, chain, &tally))
+        .row("runtime, one by one", |n| {
             runtime_serial(&rt, n, &tally_serial)
-        }),
-    ];
-    let (series, count) = alternate(&mut contestants, plan)?;
-    drop(contestants);
-    let title = format!(
-        "link (N={chain}): chains of {chain} linked NOPs, {count} NOPs per run, median of {} runs",
-        plan.runs
-    );
-    let notes = vec![
-        format!("raw ring flags: {raw_flags}"),
-        tally.note("runtime"),
-        tally_serial.note("runtime, one by one"),
-        "tokio: no linked ops, no row".to_string(),
-        "target: runtime >= 0.8x raw".to_string(),
-    ];
-    let table = Table::new(title, Metric::NsPerOp("nop"), "vs raw", 0, series, notes);
-    print!("{}", table.render());
+        })
+        .note(format!("raw ring flags: {raw_flags}"))
+        .run(plan)?
+        .print([
+            tally.note("runtime"),
+            tally_serial.note("runtime, one by one"),
+            "tokio: no linked ops, no row".to_string(),
+            "target: runtime >= 0.8x raw".to_string(),
+        ]);
     Ok(())
 }
 

@@ -5,9 +5,10 @@ use std::io;
 use runtime::ext::raw::nop;
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, in_flight, timed, Contestant, Measure, Plan, Tally};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{in_flight, timed, Measure, Plan, Tally};
 use crate::harness::raw::RawRing;
-use crate::harness::report::{paired_ratio, Metric, Table};
+use crate::harness::report::{paired_ratio, Metric};
 
 /// NOPs in flight at once, as in the thread.
 const DEPTH: usize = 32;
@@ -23,45 +24,38 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let (tally_tasks, tally_single) = (Tally::default(), Tally::default());
     let tally_read = Tally::default();
     let nops = vec![io_uring::opcode::Nop::new().build().user_data(0x6e6f70); DEPTH];
-    let mut contestants = vec![
+    let title = format!("nop: {DEPTH} IORING_OP_NOP in flight, {{n}} nops per run");
+    let table = Contest::new(title, Metric::Rate("nops/s"), "vs raw")
         // SAFETY: a NOP references no memory.
-        Contestant::new("raw ring", |n| unsafe { raw.batches(n, &nops) }),
-        Contestant::new("runtime 32 tasks", |n| tasks(&rt, n, &tally_tasks)),
-        Contestant::new("runtime 1 task x32", |n| single_task(&rt, n, &tally_single)),
-        Contestant::new("runtime 32 tasks, metrics read", |n| {
+        .row("raw ring", |n| unsafe { raw.batches(n, &nops) })
+        .row("runtime 32 tasks", |n| tasks(&rt, n, &tally_tasks))
+        .row("runtime 1 task x32", |n| single_task(&rt, n, &tally_single))
+        .row("runtime 32 tasks, metrics read", |n| {
             let _reader = MetricsReader::start(rt.metrics());
             tasks(&rt, n, &tally_read)
-        }),
-    ];
-    let (series, count) = alternate(&mut contestants, plan)?;
-    drop(contestants);
-    let paired = series[1..]
-        .iter()
-        .filter_map(|s| Some(format!("{} {:.2}x", s.name, paired_ratio(s, &series[0])?)));
-    let notes = vec![
-        format!("raw ring flags: {raw_flags}"),
-        format!("runtime flags:  {rt_flags}"),
+        })
+        .note(format!("raw ring flags: {raw_flags}"))
+        .note(format!("runtime flags:  {rt_flags}"))
+        .run(plan)?;
+    let paired = (table.series[1..].iter()).filter_map(|s| {
+        Some(format!(
+            "{} {:.2}x",
+            s.name,
+            paired_ratio(s, &table.series[0])?
+        ))
+    });
+    let paired = paired.collect::<Vec<_>>().join(", ");
+    table.print([
         tally_tasks.note("runtime 32 tasks"),
         tally_single.note("runtime 1 task x32"),
-        format!(
-            "vs raw, median of the per-round ratios (drift between rounds cancels): {}",
-            paired.collect::<Vec<_>>().join(", ")
-        ),
+        format!("vs raw, median of the per-round ratios (drift between rounds cancels): {paired}"),
         format!(
             "metrics read: another thread reads every core's metrics (`total()` and `prometheus()`) every {} ms \
              during the run; target: within 2% of `runtime 32 tasks`",
             READ_EVERY.as_millis()
         ),
         "target: runtime >= 0.75x raw, <= 1/16 enters per nop".into(),
-    ];
-    let title = format!(
-        "nop: {DEPTH} IORING_OP_NOP in flight, {count} nops per run, median of {} runs",
-        plan.runs
-    );
-    print!(
-        "{}",
-        Table::new(title, Metric::Rate("nops/s"), "vs raw", 0, series, notes).render()
-    );
+    ]);
     Ok(())
 }
 

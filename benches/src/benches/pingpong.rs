@@ -10,9 +10,9 @@ use std::time::Instant;
 use futures::{SinkExt, StreamExt};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{add_stats, alternate, runtime_on, tokio_on, two_cpus};
-use crate::harness::measure::{Contestant, Measure, Plan};
-use crate::harness::report::{Metric, Table};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{add_stats, runtime_on, tokio_on, two_cpus, Measure, Plan};
+use crate::harness::report::Metric;
 
 /// Runs the benchmark and prints its table.
 pub fn run(opts: &Opts) -> io::Result<()> {
@@ -22,34 +22,26 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let std_pair = StdPair::start(b)?;
     let tokio_rt = tokio_on([a, b])?;
     let counters = Counters::default();
-    let mut contestants = vec![
-        Contestant::new("std threads", |n| std_pair.run(n)),
-        Contestant::new("runtime cores(2)", |n| {
+    let title = format!("pingpong: {{n}} round trips per run between CPU {a} and CPU {b}");
+    let table = Contest::new(title, Metric::NsPerOp("rt"), "vs std")
+        .row("std threads", |n| std_pair.run(n))
+        .row("runtime cores(2)", |n| {
             let (m, core0, core1) =
                 cross_runtime!(rt, n, futures::channel::mpsc::channel(1), send, next)?;
             counters.add(n, core0, core1);
             Ok(m)
-        }),
-        Contestant::new("tokio multi-thread", |n| tokio_pingpong(&tokio_rt, n)),
-    ];
-    let plan = Plan::new(opts, 100_000, 1);
-    let (series, n) = alternate(&mut contestants, plan)?;
-    drop(contestants);
+        })
+        .row("tokio multi-thread", |n| tokio_pingpong(&tokio_rt, n))
+        .note("vs std: how many times faster than the std::sync::mpsc thread pair")
+        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)")
+        .run(Plan::new(opts, 100_000, 1))?;
     drop(tokio_rt);
     std_pair.stop()?;
     drop((rt, keep));
-    let title = format!(
-        "pingpong: {n} round trips per run between CPU {a} and CPU {b}, median of {} runs",
-        plan.runs
-    );
-    let notes = vec![
-        "vs std: how many times faster than the std::sync::mpsc thread pair".into(),
-        "enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)".into(),
+    table.print([
         counters.note(),
         "target: runtime cores(2) >= 2x faster than the std::sync::mpsc thread pair".into(),
-    ];
-    let table = Table::new(title, Metric::NsPerOp("rt"), "vs std", 0, series, notes);
-    print!("{}", table.render());
+    ]);
     one_cpu_note(a, b);
     // Then the shapes where the runtime, not the test, decides where tasks run.
     super::cross::run(opts)

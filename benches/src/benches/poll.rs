@@ -14,9 +14,10 @@ use futures::StreamExt as _;
 use io_uring::{opcode, squeue, types::Fd};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, timed, Contestant, Measure, Plan, Tally};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{timed, Measure, Plan, Tally};
 use crate::harness::raw::{drain_exact, RawRing};
-use crate::harness::report::{Metric, Table};
+use crate::harness::report::Metric;
 
 /// Pipes (and poll requests) per iteration, as in the patch series.
 const PIPES: usize = 32;
@@ -31,57 +32,34 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         .enable_io()
         .build()?;
     let (raw_flags, tally, tally_multi) = (raw.flags(), Tally::default(), Tally::default());
-    for multishot in [false, true] {
-        let mut contestants = match multishot {
-            false => vec![
-                Contestant::new("raw ring", |n| raw_polls(&mut raw, &pipes, n)),
-                Contestant::new("runtime", |n| runtime_polls(&rt, &pipes, n, &tally)),
-            ],
-            true => vec![
-                Contestant::new("raw ring multishot", |n| raw_multishot(&mut raw, &pipes, n)),
-                Contestant::new("runtime multishot", |n| {
-                    runtime_multishot(&rt, &pipes, n, &tally_multi)
-                }),
-            ],
-        };
-        contestants.push(Contestant::new("tokio current-thread", |n| {
+    let title = format!(
+        "poll: {PIPES} POLLIN requests on {PIPES} pipes per iteration, {{n}} requests per run"
+    );
+    Contest::new(title, Metric::Rate("polls/s"), "vs raw")
+        .row("raw ring", |n| raw_polls(&mut raw, &pipes, n))
+        .row("runtime", |n| runtime_polls(&rt, &pipes, n, &tally))
+        .row("tokio current-thread", |n| {
             tokio_polls(&tokio_rt, &pipes, n)
-        }));
-        let (series, count) = alternate(&mut contestants, plan)?;
-        drop(contestants);
-        let (what, notes) = match multishot {
-            false => (
-                format!("poll: {PIPES} POLLIN requests on {PIPES} pipes per iteration, {count} requests per run"),
-                vec![
-                    format!("raw ring flags: {raw_flags}"),
-                    tally.note("runtime"),
-                    "target: runtime >= 0.8x raw and ahead of tokio".into(),
-                ],
-            ),
-            true => (
-                format!("poll (multishot): {PIPES} pipes, each poll armed once per run, {count} events per run"),
-                vec![
-                    tally_multi.note("runtime multishot"),
-                    "runtime::ext::raw::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration"
-                        .into(),
-                ],
-            ),
-        };
-        let title = format!("{what}, median of {} runs", plan.runs);
-        let ratio_label = "vs raw".to_string();
-        print!(
-            "{}",
-            Table {
-                title,
-                metric: Metric::Rate("polls/s"),
-                ratio_label,
-                baseline: 0,
-                series,
-                notes
-            }
-            .render()
-        );
-    }
+        })
+        .note(format!("raw ring flags: {raw_flags}"))
+        .run(plan)?
+        .print([
+            tally.note("runtime"),
+            "target: runtime >= 0.8x raw and ahead of tokio".into(),
+        ]);
+    let title = format!(
+        "poll (multishot): {PIPES} pipes, each poll armed once per run, {{n}} events per run"
+    );
+    Contest::new(title, Metric::Rate("polls/s"), "vs raw")
+        .row("raw ring multishot", |n| raw_multishot(&mut raw, &pipes, n))
+        .row("runtime multishot", |n| runtime_multishot(&rt, &pipes, n, &tally_multi))
+        .row("tokio current-thread", |n| tokio_polls(&tokio_rt, &pipes, n))
+        .run(plan)?
+        .print([
+            tally_multi.note("runtime multishot"),
+            "runtime::ext::raw::poll_multi streams; raw ring: 32 POLL_ADD_MULTI, one submit_and_wait(32) per iteration"
+                .into(),
+        ]);
     Ok(())
 }
 

@@ -4,8 +4,9 @@ use std::io;
 use std::time::Instant;
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, timed, Contestant, Measure, Plan, Tally};
-use crate::harness::report::{Metric, Series, Table};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{timed, Measure, Plan, Tally};
+use crate::harness::report::Metric;
 
 /// Tasks spawned before their handles are awaited, in the batched shape.
 const BATCH: usize = 1_000;
@@ -18,25 +19,21 @@ pub fn run(opts: &Opts) -> io::Result<()> {
 
     for batched in [false, true] {
         let tally = Tally::default();
-        let mut contestants = match batched {
-            false => vec![
-                Contestant::new("tokio current-thread", |n| tokio_serial(&tokio_rt, n)),
-                Contestant::new("runtime", |n| runtime_serial(&rt, n, &tally)),
-            ],
-            true => vec![
-                Contestant::new("tokio current-thread", |n| tokio_batched(&tokio_rt, n)),
-                Contestant::new("runtime", |n| runtime_batched(&rt, n, &tally)),
-            ],
-        };
-        let (series, n) = alternate(&mut contestants, plan)?;
-        drop(contestants);
         let (shape, how) = match batched {
             false => ("serial", "each joined before the next spawn".to_string()),
             true => ("batched", format!("{BATCH} spawned, then all joined")),
         };
-        let mut t = table(shape, &how, n, plan.runs, series);
-        t.notes.push(tally.note("runtime"));
-        println!("{}", t.render());
+        let title = format!("spawn ({shape}): {{n}} empty tasks per run ({how})");
+        let table = Contest::new(title, Metric::NsPerOp("spawn+join"), "vs tokio")
+            .row("tokio current-thread", |n| {
+                tokio_joins(&tokio_rt, n, batched)
+            })
+            .row("runtime", |n| runtime_joins(&rt, n, batched, &tally))
+            .note("vs tokio: how many times faster than tokio current-thread")
+            .note("target: runtime >= 1.5x faster than tokio current-thread")
+            .run(plan)?;
+        table.print([tally.note("runtime")]);
+        println!();
     }
     drop(rt);
     drop(tokio_rt);
@@ -62,33 +59,19 @@ fn spread(opts: &Opts) -> io::Result<()> {
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()?;
-    let mut contestants = vec![
-        Contestant::new("runtime cores(1)", |n| runtime_spread(1, n)),
-        Contestant::new("runtime cores(2)", |n| runtime_spread(2, n)),
-        Contestant::new("tokio multi-thread (2)", |n| tokio_spread(&tokio_rt, n)),
-    ];
-    let (series, n) = alternate(&mut contestants, plan)?;
-    drop(contestants);
-    let runs = plan.runs;
-    let title = format!(
-        "spawn (Send, CPU-bound): {n} tasks of {TASK_WORK} rounds of arithmetic from core 0, joined, median of \
-         {runs} runs"
-    );
-    let notes = vec![
-        "vs cores(1): how many times faster than the one-core runtime (wall time)".to_string(),
-        "target: cores(2) >= 1.9x cores(1) and >= 0.95x tokio multi-thread".to_string(),
-        "runtime::spawn queues Send tasks on the spawning core; an idle core takes never-polled ones (as tokio's multi-thread scheduler steals work)"
-            .to_string(),
-    ];
-    let t = Table::new(
-        title,
-        Metric::NsPerOp("task"),
-        "vs cores(1)",
-        0,
-        series,
-        notes,
-    );
-    print!("{}", t.render());
+    let title = format!("spawn (Send, CPU-bound): {{n}} tasks of {TASK_WORK} rounds of arithmetic from core 0, joined");
+    Contest::new(title, Metric::NsPerOp("task"), "vs cores(1)")
+        .row("runtime cores(1)", |n| runtime_spread(1, n))
+        .row("runtime cores(2)", |n| runtime_spread(2, n))
+        .row("tokio multi-thread (2)", |n| tokio_spread(&tokio_rt, n))
+        .note("vs cores(1): how many times faster than the one-core runtime (wall time)")
+        .note("target: cores(2) >= 1.9x cores(1) and >= 0.95x tokio multi-thread")
+        .note(
+            "runtime::spawn queues Send tasks on the spawning core; an idle core takes never-polled ones (as \
+             tokio's multi-thread scheduler steals work)",
+        )
+        .run(plan)?
+        .print([]);
     Ok(())
 }
 
@@ -124,66 +107,48 @@ fn tokio_spread(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
     })
 }
 
-fn table(shape: &str, how: &str, n: u64, runs: usize, series: Vec<Series>) -> Table {
-    Table {
-        title: format!("spawn ({shape}): {n} empty tasks per run ({how}), median of {runs} runs"),
-        metric: Metric::NsPerOp("spawn+join"),
-        ratio_label: "vs tokio".to_string(),
-        baseline: 0,
-        series,
-        notes: vec![
-            "vs tokio: how many times faster than tokio current-thread".to_string(),
-            "target: runtime >= 1.5x faster than tokio current-thread".to_string(),
-        ],
-    }
-}
-
 fn joined<T>(res: Result<T, impl Sized>) -> io::Result<T> {
     res.map_err(|_| io::Error::other("empty task failed to join"))
 }
 
-fn runtime_serial(rt: &runtime::Runtime, n: u64, tally: &Tally) -> io::Result<Measure> {
-    rt.block_on(timed(tally, async move {
-        for _ in 0..n {
-            joined(runtime::spawn_local(async {}).await)?;
-        }
-        Ok(n)
-    }))
-}
-
-fn runtime_batched(rt: &runtime::Runtime, n: u64, tally: &Tally) -> io::Result<Measure> {
-    let mut handles = Vec::with_capacity(BATCH);
-    rt.block_on(timed(tally, async move {
-        for _ in 0..n / BATCH as u64 {
-            handles.extend((0..BATCH).map(|_| runtime::spawn_local(async {})));
-            for handle in handles.drain(..) {
-                joined(handle.await)?;
+/// An async block: `n` spawn+joins of an empty task by `$spawn`, each joined before the next spawn or,
+/// with `batched`, [`BATCH`] spawned and then all joined (`n` rounded down to whole batches), resolving to the count.
+macro_rules! joins {
+    ($spawn:path, $n:expr, $batched:expr) => {
+        async move {
+            if !$batched {
+                for _ in 0..$n {
+                    joined($spawn(async {}).await)?;
+                }
+                return Ok($n);
             }
+            let mut handles = Vec::with_capacity(BATCH);
+            for _ in 0..$n / BATCH as u64 {
+                handles.extend((0..BATCH).map(|_| $spawn(async {})));
+                for handle in handles.drain(..) {
+                    joined(handle.await)?;
+                }
+            }
+            Ok::<u64, io::Error>($n / BATCH as u64 * BATCH as u64)
         }
-        Ok(n / BATCH as u64 * BATCH as u64)
-    }))
+    };
 }
 
-fn tokio_serial(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
+fn runtime_joins(
+    rt: &runtime::Runtime,
+    n: u64,
+    batched: bool,
+    tally: &Tally,
+) -> io::Result<Measure> {
+    rt.block_on(timed(tally, joins!(runtime::spawn_local, n, batched)))
+}
+
+fn tokio_joins(rt: &tokio::runtime::Runtime, n: u64, batched: bool) -> io::Result<Measure> {
     rt.block_on(async move {
         let start = Instant::now();
-        for _ in 0..n {
-            tokio::spawn(async {}).await.map_err(io::Error::other)?;
-        }
-        Ok(Measure::since(n, start))
-    })
-}
-
-fn tokio_batched(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
-    rt.block_on(async move {
-        let mut handles = Vec::with_capacity(BATCH);
-        let start = Instant::now();
-        for _ in 0..n / BATCH as u64 {
-            handles.extend((0..BATCH).map(|_| tokio::spawn(async {})));
-            for handle in handles.drain(..) {
-                handle.await.map_err(io::Error::other)?;
-            }
-        }
-        Ok(Measure::since(n / BATCH as u64 * BATCH as u64, start))
+        Ok(Measure::since(
+            joins!(tokio::spawn, n, batched).await?,
+            start,
+        ))
     })
 }

@@ -8,9 +8,9 @@ use runtime::sync::local;
 
 use super::pingpong::{cross_runtime, one_cpu_note, ping, pong, tokio_pingpong};
 use crate::harness::cli::Opts;
-use crate::harness::measure::{alternate, runtime_on, tokio_on, two_cpus};
-use crate::harness::measure::{Contestant, Measure, Plan};
-use crate::harness::report::{Metric, Series, Table};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{runtime_on, tokio_on, two_cpus, Measure, Plan};
+use crate::harness::report::Metric;
 
 /// The channels' capacity in the send-then-recv loop: never full there.
 const CAPACITY: usize = 1024;
@@ -21,75 +21,57 @@ const FUTURES: &str = "futures::channel::mpsc";
 /// Runs the benchmark and prints its tables.
 pub fn run(opts: &Opts) -> io::Result<()> {
     let plan = |full: u64| Plan::new(opts, full, 1);
-    let runs = plan(0).runs;
     let rt = runtime::Builder::new().build()?;
-    let mut contestants = vec![
-        Contestant::new(SYNC, |n| send_recv_sync(&rt, n)),
-        Contestant::new(LOCAL, |n| send_recv_local(&rt, n)),
-        Contestant::new(FUTURES, |n| send_recv_futures(&rt, n)),
-    ];
-    let (series, n) = alternate(&mut contestants, plan(2_000_000))?;
-    drop(contestants);
     let title = format!(
-        "sync (one core, send then recv): {n} messages per run through a bounded channel ({CAPACITY}) in one task, \
-         median of {runs} runs"
+        "sync (one core, send then recv): {{n}} messages per run through a bounded channel ({CAPACITY}) in one task"
     );
-    println!("{}", one_core_table(title, "msg", series).render());
-
-    let mut contestants = vec![
-        Contestant::new(SYNC, |n| ping_pong_sync(&rt, n)),
-        Contestant::new(LOCAL, |n| ping_pong_local(&rt, n)),
-        Contestant::new(FUTURES, |n| ping_pong_futures(&rt, n)),
-    ];
-    let (series, n) = alternate(&mut contestants, plan(500_000))?;
-    drop(contestants);
+    one_core(title, "msg")
+        .row(SYNC, |n| send_recv_sync(&rt, n))
+        .row(LOCAL, |n| send_recv_local(&rt, n))
+        .row(FUTURES, |n| send_recv_futures(&rt, n))
+        .run(plan(2_000_000))?
+        .print([]);
+    println!();
+    let title = "sync (one core, ping-pong): {n} round trips per run between two tasks of one core (2 messages each, \
+                 channels of capacity 1)";
+    one_core(title, "rt")
+        .row(SYNC, |n| ping_pong_sync(&rt, n))
+        .row(LOCAL, |n| ping_pong_local(&rt, n))
+        .row(FUTURES, |n| ping_pong_futures(&rt, n))
+        .run(plan(500_000))?
+        .print([]);
+    println!();
     drop(rt);
-    let title = format!(
-        "sync (one core, ping-pong): {n} round trips per run between two tasks of one core (2 messages each, channels \
-         of capacity 1), median of {runs} runs"
-    );
-    println!("{}", one_core_table(title, "rt", series).render());
 
     // Across cores. Building the runtime pins this thread (its core 0); restored at the end.
     let [a, b] = two_cpus();
     let (keep, rt) = runtime_on([a, b])?;
     let tokio_rt = tokio_on([a, b])?;
-    let mut contestants = vec![
-        Contestant::new("tokio multi-thread, tokio's mpsc", |n| {
-            tokio_pingpong(&tokio_rt, n)
-        }),
-        Contestant::new("runtime cores(2), runtime::sync::mpsc", |n| {
-            Ok(cross_runtime!(rt, n, runtime::sync::mpsc::channel(1), send, recv)?.0)
-        }),
-    ];
-    let (series, n) = alternate(&mut contestants, plan(20_000))?;
-    drop(contestants);
-    drop((tokio_rt, rt, keep));
     let title = format!(
-        "sync (across cores, ping-pong): {n} round trips per run between CPU {a} and CPU {b} (2 messages each, \
-             channels of capacity 1), median of {runs} runs"
+        "sync (across cores, ping-pong): {{n}} round trips per run between CPU {a} and CPU {b} (2 messages each, \
+         channels of capacity 1)"
     );
-    let notes = vec![
-        "vs tokio: how many times faster than tokio's mpsc on a tokio multi-thread runtime".into(),
-        "enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)".into(),
-        "tokio may run both tasks on one worker (LIFO slot): its hops need not cross cores".into(),
-    ];
-    let table = Table::new(title, Metric::NsPerOp("rt"), "vs tokio", 0, series, notes);
-    print!("{}", table.render());
+    let table = Contest::new(title, Metric::NsPerOp("rt"), "vs tokio")
+        .row("tokio multi-thread, tokio's mpsc", |n| {
+            tokio_pingpong(&tokio_rt, n)
+        })
+        .row("runtime cores(2), runtime::sync::mpsc", |n| {
+            Ok(cross_runtime!(rt, n, runtime::sync::mpsc::channel(1), send, recv)?.0)
+        })
+        .note("vs tokio: how many times faster than tokio's mpsc on a tokio multi-thread runtime")
+        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)")
+        .note("tokio may run both tasks on one worker (LIFO slot): its hops need not cross cores")
+        .run(plan(20_000))?;
+    drop((tokio_rt, rt, keep));
+    table.print([]);
     one_cpu_note(a, b);
     Ok(())
 }
 
-fn one_core_table(title: String, op: &'static str, series: Vec<Series>) -> Table {
-    let note =
-        "vs sync::mpsc: how many times faster than runtime::sync::mpsc (tokio's) on the same core";
-    Table::new(
-        title,
-        Metric::NsPerOp(op),
-        "vs sync::mpsc",
-        0,
-        series,
-        vec![note.into()],
+/// A one-core table, ratios against its first row (`runtime::sync::mpsc`).
+fn one_core<'a>(title: impl Into<String>, op: &'static str) -> Contest<'a> {
+    Contest::new(title, Metric::NsPerOp(op), "vs sync::mpsc").note(
+        "vs sync::mpsc: how many times faster than runtime::sync::mpsc (tokio's) on the same core",
     )
 }
 

@@ -2,6 +2,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod contest;
 pub mod measure;
 pub mod output;
 pub mod progress;
