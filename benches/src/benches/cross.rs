@@ -30,12 +30,12 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let wakes = 2_000 / scale;
     let mut rows: [Vec<[f64; 2]>; 6] = Default::default();
     for _ in 0..rounds {
-        rows[0].push(quantiles(rt.block_on(runtime_spawn_join(spawns))?));
-        rows[1].push(quantiles(tokio_rt.block_on(tokio_spawn_join(spawns))?));
-        rows[2].push([rt.block_on(runtime_pingpong(trips))?, 0.0]);
-        rows[3].push([tokio_rt.block_on(tokio_pingpong(trips))?, 0.0]);
-        rows[4].push(quantiles(rt.block_on(runtime_wake(wakes))?));
-        rows[5].push(quantiles(tokio_rt.block_on(tokio_wake(wakes))?));
+        rows[0].push(quantiles(rt.block_on(on_runtime::spawn_join(spawns))?));
+        rows[1].push(quantiles(tokio_rt.block_on(on_tokio::spawn_join(spawns))?));
+        rows[2].push([rt.block_on(on_runtime::pingpong(trips))?, 0.0]);
+        rows[3].push([tokio_rt.block_on(on_tokio::pingpong(trips))?, 0.0]);
+        rows[4].push(quantiles(rt.block_on(on_runtime::wake(wakes))?));
+        rows[5].push(quantiles(tokio_rt.block_on(on_tokio::wake(wakes))?));
     }
     drop(tokio_rt);
     drop((rt, keep));
@@ -101,90 +101,6 @@ fn lost<E>(_: E) -> io::Error {
     io::Error::other("a benchmark task failed")
 }
 
-/// Spawn + join latencies of a `Send` child, from a task spawned on core 0.
-async fn runtime_spawn_join(n: usize) -> io::Result<Vec<f64>> {
-    runtime::spawn(async move {
-        let mut ns = Vec::with_capacity(n);
-        for i in 0..n {
-            let start = Instant::now();
-            let v = runtime::spawn(async move { i + 1 }).await.map_err(lost)?;
-            ns.push(start.elapsed().as_nanos() as f64);
-            std::hint::black_box(v);
-        }
-        Ok(ns)
-    })
-    .await
-    .map_err(lost)?
-}
-
-async fn tokio_spawn_join(n: usize) -> io::Result<Vec<f64>> {
-    tokio::spawn(async move {
-        let mut ns = Vec::with_capacity(n);
-        for i in 0..n {
-            let start = Instant::now();
-            let v = tokio::spawn(async move { i + 1 }).await.map_err(lost)?;
-            ns.push(start.elapsed().as_nanos() as f64);
-            std::hint::black_box(v);
-        }
-        Ok(ns)
-    })
-    .await
-    .map_err(lost)?
-}
-
-/// Mean ns per round trip of an `mpsc(1)` ping-pong between two tasks both placed by
-/// `spawn`, the runtime's (futures' channel, `Send`).
-async fn runtime_pingpong(n: usize) -> io::Result<f64> {
-    use futures::{SinkExt, StreamExt};
-    let (mut to_b, mut from_a) = futures::channel::mpsc::channel::<usize>(1);
-    let (mut to_a, mut from_b) = futures::channel::mpsc::channel::<usize>(1);
-    let pong = runtime::spawn(async move {
-        while let Some(v) = from_a.next().await {
-            if to_a.send(v + 1).await.is_err() {
-                break;
-            }
-        }
-    });
-    let ping = runtime::spawn(async move {
-        let start = Instant::now();
-        for i in 0..n {
-            to_b.send(i).await.map_err(lost)?;
-            if from_b.next().await != Some(i + 1) {
-                return Err(io::Error::other("wrong answer"));
-            }
-        }
-        Ok::<_, io::Error>(start.elapsed())
-    });
-    let elapsed = ping.await.map_err(lost)??;
-    pong.await.map_err(lost)?;
-    Ok(elapsed.as_nanos() as f64 / n as f64)
-}
-
-async fn tokio_pingpong(n: usize) -> io::Result<f64> {
-    let (to_b, mut from_a) = tokio::sync::mpsc::channel::<usize>(1);
-    let (to_a, mut from_b) = tokio::sync::mpsc::channel::<usize>(1);
-    let pong = tokio::spawn(async move {
-        while let Some(v) = from_a.recv().await {
-            if to_a.send(v + 1).await.is_err() {
-                break;
-            }
-        }
-    });
-    let ping = tokio::spawn(async move {
-        let start = Instant::now();
-        for i in 0..n {
-            to_b.send(i).await.map_err(lost)?;
-            if from_b.recv().await != Some(i + 1) {
-                return Err(io::Error::other("wrong answer"));
-            }
-        }
-        Ok::<_, io::Error>(start.elapsed())
-    });
-    let elapsed = ping.await.map_err(lost)??;
-    pong.await.map_err(lost)?;
-    Ok(elapsed.as_nanos() as f64 / n as f64)
-}
-
 /// Spins the CPU for `d`.
 fn compute(d: Duration) {
     let start = Instant::now();
@@ -193,45 +109,102 @@ fn compute(d: Duration) {
     }
 }
 
-/// Wake-to-run latencies: a task on core 1 waits on a oneshot; a task on core 0 sends,
-/// then computes for `COMPUTE`; the woken task notes when it runs.
-async fn runtime_wake(n: usize) -> io::Result<Vec<f64>> {
-    runtime::spawn_on(0, async move {
-        let mut ns = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = futures::channel::oneshot::channel::<Instant>();
-            let woken = runtime::spawn_on(1, async move {
-                let sent = rx.await.map_err(lost)?;
-                Ok::<_, io::Error>(sent.elapsed())
-            });
-            // Let the waiter park on core 1 first.
-            runtime::sleep(Duration::from_micros(200)).await;
-            let _ = tx.send(Instant::now());
-            compute(COMPUTE);
-            ns.push(woken.await.map_err(lost)??.as_nanos() as f64);
+/// The three shapes on one runtime, as a module of async fns. `$spawn` places a task as that runtime's `spawn`
+/// does; `$on0` and `$on1` (each a function and, in brackets, its arguments before the future) on core 0 and core 1 where the runtime can say so; `$sleep`
+/// its timer; `$oneshot` and `$mpsc` its channels, `$recv` the receiving method of the latter.
+macro_rules! shapes {
+    ($m:ident, $spawn:path, $on0:path [$($a0:expr)?], $on1:path [$($a1:expr)?], $sleep:path, $oneshot:path,
+     $mpsc:path, $recv:ident) => {
+        mod $m {
+            use super::*;
+            #[allow(unused_imports)]
+            use futures::{SinkExt as _, StreamExt as _};
+
+            /// Spawn + join latencies of a `Send` child, from a task spawned on core 0.
+            pub async fn spawn_join(n: usize) -> io::Result<Vec<f64>> {
+                $spawn(async move {
+                    let mut ns = Vec::with_capacity(n);
+                    for i in 0..n {
+                        let start = Instant::now();
+                        let v = $spawn(async move { i + 1 }).await.map_err(lost)?;
+                        ns.push(start.elapsed().as_nanos() as f64);
+                        std::hint::black_box(v);
+                    }
+                    Ok(ns)
+                })
+                .await
+                .map_err(lost)?
+            }
+
+            /// Mean ns per round trip of an `mpsc(1)` ping-pong between two tasks both placed by `spawn`.
+            pub async fn pingpong(n: usize) -> io::Result<f64> {
+                #[allow(unused_mut)]
+                let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($mpsc(1), $mpsc(1));
+                let pong = $spawn(async move {
+                    while let Some(v) = from_a.$recv().await {
+                        if to_a.send(v + 1).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let ping = $spawn(async move {
+                    let start = Instant::now();
+                    for i in 0..n {
+                        to_b.send(i).await.map_err(lost)?;
+                        if from_b.$recv().await != Some(i + 1) {
+                            return Err(io::Error::other("wrong answer"));
+                        }
+                    }
+                    Ok::<_, io::Error>(start.elapsed())
+                });
+                let elapsed = ping.await.map_err(lost)??;
+                pong.await.map_err(lost)?;
+                Ok(elapsed.as_nanos() as f64 / n as f64)
+            }
+
+            /// Wake-to-run latencies: a task on core 1 waits on a oneshot; a task on core 0 sends, then computes
+            /// for `COMPUTE`; the woken task notes when it runs.
+            pub async fn wake(n: usize) -> io::Result<Vec<f64>> {
+                $on0($($a0,)? async move {
+                    let mut ns = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let (tx, rx) = $oneshot();
+                        let woken = $on1($($a1,)? async move {
+                            let sent: Instant = rx.await.map_err(lost)?;
+                            Ok::<_, io::Error>(sent.elapsed())
+                        });
+                        // Let the waiter park on core 1 first.
+                        $sleep(Duration::from_micros(200)).await;
+                        let _ = tx.send(Instant::now());
+                        compute(COMPUTE);
+                        ns.push(woken.await.map_err(lost)??.as_nanos() as f64);
+                    }
+                    Ok(ns)
+                })
+                .await
+                .map_err(lost)?
+            }
         }
-        Ok(ns)
-    })
-    .await
-    .map_err(lost)?
+    };
 }
 
-async fn tokio_wake(n: usize) -> io::Result<Vec<f64>> {
-    tokio::spawn(async move {
-        let mut ns = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
-            let woken = tokio::spawn(async move {
-                let sent = rx.await.map_err(lost)?;
-                Ok::<_, io::Error>(sent.elapsed())
-            });
-            tokio::time::sleep(Duration::from_micros(200)).await;
-            let _ = tx.send(Instant::now());
-            compute(COMPUTE);
-            ns.push(woken.await.map_err(lost)??.as_nanos() as f64);
-        }
-        Ok(ns)
-    })
-    .await
-    .map_err(lost)?
-}
+shapes!(
+    on_runtime,
+    runtime::spawn,
+    runtime::spawn_on[0],
+    runtime::spawn_on[1],
+    runtime::sleep,
+    futures::channel::oneshot::channel,
+    futures::channel::mpsc::channel,
+    next
+);
+shapes!(
+    on_tokio,
+    tokio::spawn,
+    tokio::spawn[],
+    tokio::spawn[],
+    tokio::time::sleep,
+    tokio::sync::oneshot::channel,
+    tokio::sync::mpsc::channel,
+    recv
+);
