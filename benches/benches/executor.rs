@@ -34,34 +34,30 @@ where
     })
 }
 
-fn spawn_join(c: &mut Criterion) {
+/// Benchmarks `name`: `body(n)` timed inside one `block_on` of a runtime of its own, `n` criterion's iterations.
+fn bench<Fut: Future<Output = ()>>(c: &mut Criterion, name: &str, body: impl Fn(u64) -> Fut) {
     let rt = runtime();
-    c.bench_function("spawn_join", |b| {
-        b.iter_custom(|iters| {
-            timed(&rt, iters, |n| async move {
-                for _ in 0..n {
-                    let v = runtime::spawn_local(async { black_box(1u8) }).await;
-                    black_box(v.ok());
-                }
-            })
-        })
+    c.bench_function(name, |b| b.iter_custom(|iters| timed(&rt, iters, &body)));
+}
+
+fn spawn_join(c: &mut Criterion) {
+    bench(c, "spawn_join", |n| async move {
+        for _ in 0..n {
+            let v = runtime::spawn_local(async { black_box(1u8) }).await;
+            black_box(v.ok());
+        }
     });
 }
 
 fn local_wake(c: &mut Criterion) {
-    let rt = runtime();
-    c.bench_function("local_wake", |b| {
-        b.iter_custom(|iters| {
-            timed(&rt, iters, |n| async move {
-                // A spawned task, so the wake takes the task path, not block_on's own waker.
-                let task = runtime::spawn_local(async move {
-                    for _ in 0..n {
-                        runtime::yield_now().await;
-                    }
-                });
-                black_box(task.await.ok());
-            })
-        })
+    bench(c, "local_wake", |n| async move {
+        // A spawned task, so the wake takes the task path, not block_on's own waker.
+        let task = runtime::spawn_local(async move {
+            for _ in 0..n {
+                runtime::yield_now().await;
+            }
+        });
+        black_box(task.await.ok());
     });
 }
 
@@ -104,17 +100,13 @@ fn remote_wake(c: &mut Criterion) {
 }
 
 fn timers(c: &mut Criterion) {
-    let rt = runtime();
-    c.bench_function("timer_fire", |b| {
-        b.iter_custom(|iters| {
-            timed(&rt, iters, |n| async move {
-                for _ in 0..n {
-                    runtime::sleep(Duration::from_micros(1)).await;
-                }
-            })
-        })
+    bench(c, "timer_fire", |n| async move {
+        for _ in 0..n {
+            runtime::sleep(Duration::from_micros(1)).await;
+        }
     });
 
+    let rt = runtime();
     let mut group = c.benchmark_group("timer_cancel");
     for count in TIMER_COUNTS {
         group.throughput(Throughput::Elements(count));
@@ -144,15 +136,10 @@ fn timers(c: &mut Criterion) {
 }
 
 fn nop(c: &mut Criterion) {
-    let rt = runtime();
-    c.bench_function("nop", |b| {
-        b.iter_custom(|iters| {
-            timed(&rt, iters, |n| async move {
-                for _ in 0..n {
-                    black_box(runtime::ext::raw::nop().await.ok());
-                }
-            })
-        })
+    bench(c, "nop", |n| async move {
+        for _ in 0..n {
+            black_box(runtime::ext::raw::nop().await.ok());
+        }
     });
 }
 

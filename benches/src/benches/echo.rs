@@ -18,10 +18,9 @@ use sysutil::{raise_nofile, PinGuard};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::cli::Opts;
-use crate::harness::measure::{
-    alternate, median, tokio_current, Contestant, Measure, Plan, Summary,
-};
-use crate::harness::report::{header, render_grid, Metric, Table};
+use crate::harness::contest::Contest;
+use crate::harness::measure::{median, tokio_current, Contestant, Measure, Plan, Summary};
+use crate::harness::report::{header, render_grid, Metric};
 use crate::harness::server::{Cpus, Server};
 use crate::servers;
 
@@ -110,7 +109,7 @@ struct Extra {
 pub struct Spec {
     /// The tables' name: `echo`, `echo-cores`, `features`.
     pub name: &'static str,
-    /// The row the first table's ratios are taken against, and its short name (`tokio`).
+    /// The row the first table's ratios are taken against, and its ratio column (`vs tokio`).
     pub baseline: (usize, &'static str),
     /// The rows every row's server CPU per round trip is compared with (`CPU vs raw`).
     pub cpu_vs: Vec<(usize, &'static str)>,
@@ -150,54 +149,44 @@ fn measure_rows<S: EchoServer>(
     let pin = PinGuard::new(spec.client_cpu)?;
     let client = tokio_current()?;
     let extras: Vec<RefCell<Vec<Extra>>> = rows.iter().map(|_| RefCell::default()).collect();
-    let mut contestants: Vec<Contestant<'_>> = (rows.iter().zip(&extras))
-        .map(|((name, srv), extra)| {
-            let client = &client;
-            Contestant::new(name.clone(), move |ms| {
-                let (w, server) = one_run(client, srv, cfg, Duration::from_millis(ms))?;
-                let m = Measure::new(w.ops, w.elapsed, server.enters);
-                let (p50, p99) = [0.50, 0.99]
-                    .map(|q| Duration::from_nanos(w.hist.value_at_quantile(q)))
-                    .into();
-                extra.borrow_mut().push(Extra { p50, p99, server });
-                Ok(m)
-            })
+    let contenders = (rows.iter().zip(&extras)).map(|((name, srv), extra)| {
+        let client = &client;
+        Contestant::new(name.clone(), move |ms| {
+            let (w, server) = one_run(client, srv, cfg, Duration::from_millis(ms))?;
+            let m = Measure::new(w.ops, w.elapsed, server.enters);
+            let (p50, p99) = [0.50, 0.99]
+                .map(|q| Duration::from_nanos(w.hist.value_at_quantile(q)))
+                .into();
+            extra.borrow_mut().push(Extra { p50, p99, server });
+            Ok(m)
         })
-        .collect();
-    let (mut series, _) = alternate(&mut contestants, plan)?;
-    drop(contestants);
+    });
+    let title = format!(
+        "{}: {} connections x {} B ping-pong, {:.1} s windows",
+        spec.name,
+        cfg.conns,
+        cfg.msg,
+        plan.count as f64 / 1000.0,
+    );
+    let mut table = Contest::new(title, Metric::Rate("rt/s"), spec.baseline.1)
+        .against(spec.baseline.0)
+        .rows(contenders)
+        .run(plan)?;
     drop(pin);
     // Each contestant's first extra is its warm-up run's.
     let extras: Vec<Vec<Extra>> = extras
         .into_iter()
         .map(|e| e.into_inner().into_iter().skip(1).collect())
         .collect();
-    let rates: Vec<f64> = series.iter().map(|s| s.rates().median).collect();
+    let rates: Vec<f64> = table.series.iter().map(|s| s.rates().median).collect();
     // The server CPU per round trip the details table prints, also in `--json` rows.
     let cpu: Vec<Summary> = (extras.iter())
         .map(|x| Summary::of(&x.iter().map(|e| e.server.us_per_rt()).collect::<Vec<_>>()))
         .collect();
-    for (s, c) in series.iter_mut().zip(&cpu) {
+    for (s, c) in table.series.iter_mut().zip(&cpu) {
         s.extra.push(("server_cpu_us_per_op".to_string(), c.median));
     }
-    let title = format!(
-        "{}: {} connections x {} B ping-pong, {:.1} s windows, median of {} runs",
-        spec.name,
-        cfg.conns,
-        cfg.msg,
-        plan.count as f64 / 1000.0,
-        plan.runs
-    );
-    let (ratio, notes) = (format!("vs {}", spec.baseline.1), spec.notes.clone());
-    let table = Table::new(
-        title,
-        Metric::Rate("rt/s"),
-        &ratio,
-        spec.baseline.0,
-        series,
-        notes,
-    );
-    print!("{}", table.render());
+    table.print(spec.notes.iter().cloned());
     println!("  {}", spec.details);
 
     // The details table: latency, server CPU per round trip, and its ratios between rows.
@@ -283,7 +272,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         let servers = servers::echo_servers(cpus.server, cfg.msg)?;
         let spec = Spec {
             name: "echo",
-            baseline: (1, "tokio"),
+            baseline: (1, "vs tokio"),
             cpu_vs: vec![(1, "tokio"), (2, "raw")],
             rate_vs: Some((2, "raw")),
             busy: "server busy",

@@ -39,7 +39,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             .collect::<io::Result<Vec<_>>>()?;
         let spec = Spec {
             name: "echo-cores",
-            baseline: (0, "cores(1)"),
+            baseline: (0, "vs cores(1)"),
             cpu_vs: vec![(0, "cores(1)")],
             rate_vs: None,
             busy: "server CPU busy",

@@ -46,7 +46,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         servers.push(("raw ring".to_string(), raw));
         let spec = Spec {
             name: "features",
-            baseline: (0, "all on"),
+            baseline: (0, "vs all on"),
             cpu_vs: vec![(0, "all on"), (servers.len() - 1, "raw")],
             rate_vs: None,
             busy: "server busy",

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 pub use self::server::{server_main, ServerArgs};
 use self::server::{Kind, CORES};
-use crate::harness::child::{ChildProc, EXIT_TIMEOUT};
+use crate::harness::child::{this_exe, ChildProc, EXIT_TIMEOUT};
 use crate::harness::cli::Opts;
 use crate::harness::measure::{median, Summary};
 use crate::harness::output::record;
@@ -263,21 +263,12 @@ struct ServerProc {
 impl ServerProc {
     /// Starts `bench http-server --kind K` on the placement's server CPUs and waits for its `listening` line.
     fn start(name: &'static str, kind: Kind, place: Placement) -> io::Result<ServerProc> {
-        let exe = std::env::current_exe().map_err(|e| {
-            io::Error::new(e.kind(), format!("finding this executable to re-run: {e}"))
-        })?;
         let cpus = format!("{},{}", place.server[0], place.server[1]);
-        let mut cmd = Command::new(exe);
+        let mut cmd = Command::new(this_exe()?);
         cmd.args(["http-server", "--kind", kind.arg(), "--cpus", &cpus]);
         // Pinned to the first CPU until the child widens its own set to both.
         let mut child = ChildProc::spawn(&format!("server {name}"), &mut cmd, place.server[0])?;
-        let line = child.line_within(START_TIMEOUT, "its listening line")?;
-        let addr = line
-            .strip_prefix("listening ")
-            .and_then(|a| a.trim().parse().ok());
-        let addr = addr.ok_or_else(|| {
-            io::Error::other(format!("server {name} said {line:?}, not `listening ADDR`"))
-        })?;
+        let addr = child.listening(START_TIMEOUT)?;
         Ok(ServerProc { name, child, addr })
     }
 

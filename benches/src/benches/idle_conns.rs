@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use self::round::{http_contenders, measure, this_exe, Sample};
+use self::round::{http_contenders, measure, Sample};
 pub use self::{client::client_main, round::server_main};
+use crate::harness::child::this_exe;
 use crate::harness::cli::{count, Opts};
 use crate::harness::measure::{median, Summary};
 use crate::harness::output::record;

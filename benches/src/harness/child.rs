@@ -1,7 +1,9 @@
-//! Child processes of a benchmark (`idle-conns`'s servers and client).
+//! Child processes of a benchmark (`idle-conns`'s servers and client, `http-cores`'s servers).
 
 use std::io::{self, BufRead as _, BufReader, Write as _};
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -100,6 +102,16 @@ impl ChildProc {
         }
     }
 
+    /// The address its first line names (`listening ADDR`, or an example's `listening on http://ADDR/`), within
+    /// `limit`.
+    pub fn listening(&mut self, limit: Duration) -> io::Result<SocketAddr> {
+        let line = self.line_within(limit, "its listening line")?;
+        let addr = listen_addr(&line);
+        addr.ok_or_else(|| {
+            io::Error::other(format!("no address in the server's first line: {line:?}"))
+        })
+    }
+
     /// The next line, which must be `want`, within `limit`.
     pub fn expect(&mut self, want: &str, limit: Duration) -> io::Result<()> {
         let line = self.line_within(limit, &format!("{want:?}"))?;
@@ -165,5 +177,41 @@ impl Drop for ChildProc {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// This binary, run again (for the hidden subcommands).
+pub fn this_exe() -> io::Result<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| io::Error::new(e.kind(), format!("finding this executable to re-run: {e}")))
+}
+
+/// The first word of `line` that reads as a socket address, `http://` and a trailing `/`, `,` or `)` aside.
+fn listen_addr(line: &str) -> Option<SocketAddr> {
+    line.split_whitespace().find_map(|w| {
+        w.trim_start_matches("http://")
+            .trim_end_matches(['/', ',', ')'])
+            .parse()
+            .ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_listening_addresses() {
+        let a: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        assert_eq!(listen_addr("listening 127.0.0.1:4000"), Some(a));
+        assert_eq!(
+            listen_addr("axum: listening on http://127.0.0.1:4000 (HTTP/1.1, h2c) with 1 core(s)"),
+            Some(a)
+        );
+        assert_eq!(
+            listen_addr("axum-tokio: listening on http://127.0.0.1:4000/, tokio"),
+            Some(a)
+        );
+        assert_eq!(listen_addr("starting"), None);
     }
 }

@@ -1,14 +1,13 @@
 //! One contender of `bench idle-conns` in one round.
 
 use std::io::{self, Read as _, Write as _};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Kind, ServerArgs, CONN_BUF, SETTLE, START_TIMEOUT};
-use crate::harness::child::{ChildProc, EXIT_TIMEOUT};
+use crate::harness::child::{this_exe, ChildProc, EXIT_TIMEOUT};
 use crate::harness::server::{Cpus, Ctl, Server};
 use crate::servers;
 
@@ -26,12 +25,6 @@ pub(super) struct Sample {
     pub(super) idle_cpu: Duration,
     /// Times the server's threads were scheduled in over the idle window, where known.
     pub(super) idle_wakeups: Option<u64>,
-}
-
-/// This binary, run again (for the hidden subcommands).
-pub(super) fn this_exe() -> io::Result<PathBuf> {
-    std::env::current_exe()
-        .map_err(|e| io::Error::new(e.kind(), format!("finding this executable to re-run: {e}")))
 }
 
 /// `axum` (this runtime, one core) and `axum-tokio` (current-thread), from this binary's directory.
@@ -75,10 +68,7 @@ pub(super) fn measure(
 ) -> io::Result<Sample> {
     let what = format!("server {}", c.0);
     let mut server = ChildProc::spawn(&what, Command::new(&c.1).args(&c.2), cpus.server)?;
-    let line = server.line_within(START_TIMEOUT, "its listening line")?;
-    let addr = listen_addr(&line).ok_or_else(|| {
-        io::Error::other(format!("no address in the server's first line: {line:?}"))
-    })?;
+    let addr = server.listening(START_TIMEOUT)?;
     std::thread::sleep(SETTLE);
     server.check_alive()?;
     let pid = Some(server.pid());
@@ -116,16 +106,6 @@ pub(super) fn measure(
         hwm_kib,
         idle_cpu: cpu1.0.saturating_sub(cpu0.0),
         idle_wakeups: cpu1.1.zip(cpu0.1).map(|(a, b)| a.saturating_sub(b)),
-    })
-}
-
-/// The first word of `line` that is a socket address, after an `http://` prefix if any.
-fn listen_addr(line: &str) -> Option<SocketAddr> {
-    line.split_whitespace().find_map(|w| {
-        w.trim_start_matches("http://")
-            .trim_end_matches(['/', ',', ')'])
-            .parse()
-            .ok()
     })
 }
 
@@ -219,21 +199,6 @@ pub(super) fn serve(kind: Kind, listener: std::net::TcpListener, ctl: Arc<Ctl>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_listening_addresses() {
-        let a: SocketAddr = "127.0.0.1:4000".parse().unwrap();
-        assert_eq!(listen_addr("listening 127.0.0.1:4000"), Some(a));
-        assert_eq!(
-            listen_addr("axum: listening on http://127.0.0.1:4000 (HTTP/1.1, h2c) with 1 core(s)"),
-            Some(a)
-        );
-        assert_eq!(
-            listen_addr("axum-tokio: listening on http://127.0.0.1:4000/, tokio"),
-            Some(a)
-        );
-        assert_eq!(listen_addr("starting"), None);
-    }
 
     #[test]
     fn cpu_of_this_process() {
