@@ -11,6 +11,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+use super::pingpong::{ping, pong};
 use crate::harness::cli::Opts;
 use crate::harness::measure::{runtime_on, tokio_on, two_cpus};
 
@@ -140,21 +141,11 @@ macro_rules! shapes {
             pub async fn pingpong(n: usize) -> io::Result<f64> {
                 #[allow(unused_mut)]
                 let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($mpsc(1), $mpsc(1));
-                let pong = $spawn(async move {
-                    while let Some(v) = from_a.$recv().await {
-                        if to_a.send(v + 1).await.is_err() {
-                            break;
-                        }
-                    }
-                });
+                let pong =
+                    $spawn(async move { pong!(v = from_a.$recv().await, to_a.send(v + 1).await) });
                 let ping = $spawn(async move {
                     let start = Instant::now();
-                    for i in 0..n {
-                        to_b.send(i).await.map_err(lost)?;
-                        if from_b.$recv().await != Some(i + 1) {
-                            return Err(io::Error::other("wrong answer"));
-                        }
-                    }
+                    ping!(i in 0..n, to_b.send(i).await, from_b.$recv().await);
                     Ok::<_, io::Error>(start.elapsed())
                 });
                 let elapsed = ping.await.map_err(lost)??;

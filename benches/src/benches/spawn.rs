@@ -84,27 +84,27 @@ fn work() -> u64 {
     x
 }
 
+/// An async block: `n` [`work`] tasks spawned by `$spawn` from this task, then joined; the measurement.
+macro_rules! spread {
+    ($spawn:path, $n:expr) => {
+        async move {
+            let start = Instant::now();
+            let handles: Vec<_> = (0..$n).map(|_| $spawn(async { work() })).collect();
+            for handle in handles {
+                std::hint::black_box(handle.await.map_err(io::Error::other)?);
+            }
+            Ok(Measure::since($n, start))
+        }
+    };
+}
+
 fn runtime_spread(cores: usize, n: u64) -> io::Result<Measure> {
     let rt = runtime::Builder::new().cores(cores).build()?;
-    rt.block_on(async move {
-        let start = Instant::now();
-        let handles: Vec<_> = (0..n).map(|_| runtime::spawn(async { work() })).collect();
-        for handle in handles {
-            std::hint::black_box(handle.await.map_err(io::Error::from)?);
-        }
-        Ok(Measure::since(n, start))
-    })
+    rt.block_on(spread!(runtime::spawn, n))
 }
 
 fn tokio_spread(rt: &tokio::runtime::Runtime, n: u64) -> io::Result<Measure> {
-    rt.block_on(async move {
-        let start = Instant::now();
-        let handles: Vec<_> = (0..n).map(|_| tokio::spawn(async { work() })).collect();
-        for handle in handles {
-            std::hint::black_box(handle.await.map_err(io::Error::other)?);
-        }
-        Ok(Measure::since(n, start))
-    })
+    rt.block_on(spread!(tokio::spawn, n))
 }
 
 fn joined<T>(res: Result<T, impl Sized>) -> io::Result<T> {
