@@ -63,15 +63,16 @@ impl<'a> Contest<'a> {
         let (series, count) = alternate(&mut self.rows, plan)?;
         let title = self.title.replace("{n}", &count.to_string());
         let title = format!("{title}, median of {} runs", plan.runs);
-        let (label, base) = self.vs;
-        Ok(Table::new(
+        let (ratio_label, baseline) = self.vs;
+        let (metric, notes) = (self.metric, self.notes);
+        Ok(Table {
             title,
-            self.metric,
-            label,
-            base,
+            metric,
+            ratio_label,
+            baseline,
             series,
-            self.notes,
-        ))
+            notes,
+        })
     }
 }
 

@@ -108,7 +108,7 @@ pub struct Table {
     /// What the main columns measure.
     pub metric: Metric,
     /// Header of the ratio column, e.g. `vs raw`.
-    pub ratio_label: String,
+    pub ratio_label: &'static str,
     /// Index in `series` of the row every ratio is taken against.
     pub baseline: usize,
     /// One row per contestant.
@@ -118,30 +118,11 @@ pub struct Table {
 }
 
 impl Table {
-    /// A table of `series` titled `title`, ratios (headed `ratio_label`) against row `baseline`, `notes` under it.
-    pub fn new(
-        title: String,
-        metric: Metric,
-        ratio_label: &str,
-        baseline: usize,
-        series: Vec<Series>,
-        notes: Vec<String>,
-    ) -> Table {
-        Table {
-            title,
-            metric,
-            ratio_label: ratio_label.to_string(),
-            baseline,
-            series,
-            notes,
-        }
-    }
-
     /// Renders the table as aligned text and records it for `--json`, followed by the `--compare` lines, if any.
     pub fn render(&self) -> String {
         let (metric, base, tokio) = (self.metric, self.median(self.baseline), self.tokio_median());
         let mut head = header(&["", &format!("{} median", metric.label()), "min", "max"]);
-        head.push(self.ratio_label.clone());
+        head.push(self.ratio_label.to_string());
         head.extend(tokio.map(|_| "vs tokio".to_string()));
         head.extend(["enters/op".to_string(), "peak RSS".to_string()]);
         let mut grid = vec![head];
@@ -366,14 +347,14 @@ mod tests {
         assert!((paired - 0.8).abs() < 1e-9, "{paired}");
         let mut s = series("runtime", &[1.0]);
         s.extra.push(("server_cpu_us_per_op".to_string(), 3.5));
-        let table = Table::new(
-            "echo: \"a\" test".into(),
-            Metric::Rate("rt/s"),
-            "vs x",
-            0,
-            vec![s, series("tokio", &[2.0])],
-            vec![],
-        );
+        let table = Table {
+            title: "echo: \"a\" test".into(),
+            metric: Metric::Rate("rt/s"),
+            ratio_label: "vs x",
+            baseline: 0,
+            series: vec![s, series("tokio", &[2.0])],
+            notes: vec![],
+        };
         let text = serde_json::to_string(&table.record(1000.0)).unwrap();
         let want = concat!(
             r#"{"name":"echo","title":"echo: \"a\" test","metric":"rt/s","rows":[{"name":"runtime","median":1000.0,"#,
