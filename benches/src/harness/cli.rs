@@ -34,8 +34,7 @@ pub struct Entry {
 pub enum Role {
     /// A benchmark, printing its tables; `all` runs it when `in_all`.
     Bench {
-        /// Whether `all` runs it (not `features`: an ablation of this runtime's own kernel
-        /// feature switches, about 90 s with `--quick`, not a comparison with the baselines).
+        /// Whether `all` runs it (else it runs by name only).
         in_all: bool,
         /// Runs it with the shared options and its own matches.
         run: fn(&Opts, &ArgMatches) -> io::Result<()>,
@@ -155,7 +154,15 @@ impl Cli {
         let (benches, children): (Vec<_>, Vec<_>) = entries
             .iter()
             .partition(|e| matches!(e.role, Role::Bench { .. }));
-        let all = Command::new("all").about("every benchmark above but features, in order");
+        let by_name: Vec<&str> = (entries.iter())
+            .filter(|e| matches!(e.role, Role::Bench { in_all: false, .. }))
+            .map(|e| e.name)
+            .collect();
+        let all = match by_name.is_empty() {
+            true => "every benchmark above, in order".to_string(),
+            false => format!("every benchmark above but {}, in order", by_name.join(", ")),
+        };
+        let all = Command::new("all").about(all);
         cmd.subcommands(benches.into_iter().map(sub))
             .subcommand(all)
             .subcommands(children.into_iter().map(|e| sub(e).hide(true)))
