@@ -8,7 +8,7 @@ use std::io::{self, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::process::ExitCode;
 
-use harness::cli::{Cli, Output, Role};
+use harness::cli::{Cli, Output};
 use harness::{output, progress};
 
 /// The running kernel's release string (`/proc/sys/kernel/osrelease`, as uname(2) has it).
@@ -63,15 +63,8 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     // The child processes `idle-conns` and `http-cores` run: no banner, no output files.
-    if let Some((
-        &harness::cli::Entry {
-            role: Role::Child(main),
-            ..
-        },
-        m,
-    )) = &cli.child
-    {
-        return main(m);
+    if let Some((main, matches)) = &cli.child {
+        return main(matches);
     }
     let (opts, output, benches) = (cli.opts, cli.output, cli.benches);
     if let Err(e) = prepare(&output) {
@@ -103,10 +96,7 @@ fn main() -> ExitCode {
         );
     }
     let mut code = ExitCode::SUCCESS;
-    for (i, (entry, matches)) in benches.iter().enumerate() {
-        let (name, Role::Bench { run, .. }) = (entry.name, &entry.role) else {
-            unreachable!("{} is not a benchmark", entry.name);
-        };
+    for (i, (name, run, matches)) in benches.iter().enumerate() {
         if !output.quiet || i > 0 {
             println!();
         }

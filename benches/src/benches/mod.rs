@@ -108,7 +108,7 @@ mod tests {
         let parse = |args: &str| {
             Cli::try_parse_args(ENTRIES, std::iter::once("bench").chain(args.split(' ')))
         };
-        let names = |cli: &Cli| cli.benches.iter().map(|(e, _)| e.name).collect::<Vec<_>>();
+        let names = |cli: &Cli| cli.benches.iter().map(|b| b.0).collect::<Vec<_>>();
         let every: Vec<&str> = (ENTRIES.iter())
             .filter(|e| matches!(e.role, Role::Bench { .. }))
             .map(|e| e.name)

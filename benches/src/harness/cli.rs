@@ -36,12 +36,18 @@ pub enum Role {
     Bench {
         /// Whether `all` runs it (else it runs by name only).
         in_all: bool,
-        /// Runs it with the shared options and its own matches.
-        run: fn(&Opts, &ArgMatches) -> io::Result<()>,
+        /// Runs it.
+        run: Run,
     },
     /// A hidden child process a benchmark starts (this binary again): no banner, no output files.
-    Child(fn(&ArgMatches) -> ExitCode),
+    Child(Main),
 }
+
+/// A child process's `main`, given its matches.
+pub type Main = fn(&ArgMatches) -> ExitCode;
+
+/// A benchmark's run, given the shared options and its own matches.
+pub type Run = fn(&Opts, &ArgMatches) -> io::Result<()>;
 
 /// An entry's own options out of its matches (its `args` struct, `A`).
 pub fn args<A: FromArgMatches>(m: &ArgMatches) -> io::Result<A> {
@@ -54,10 +60,10 @@ pub struct Cli {
     pub opts: Opts,
     /// Where results go besides the terminal.
     pub output: Output,
-    /// The benchmarks to run, in order, each with its own matches (none for a child).
-    pub benches: Vec<(&'static Entry, ArgMatches)>,
-    /// The child process to run instead, with its matches.
-    pub child: Option<(&'static Entry, ArgMatches)>,
+    /// The benchmarks to run, in order: name, run and its own matches (none for a child).
+    pub benches: Vec<(&'static str, Run, ArgMatches)>,
+    /// The child process's `main` to run instead, with its matches.
+    pub child: Option<(Main, ArgMatches)>,
 }
 
 /// Options shared by every subcommand.
@@ -183,15 +189,15 @@ impl Cli {
         let (name, sub) = matches.subcommand().expect("a subcommand is required");
         let named = entries.iter().find(|e| e.name == name);
         let (mut benches, mut child) = (Vec::new(), None);
-        match named.map(|e| (e, &e.role)) {
-            Some((e, Role::Bench { .. })) => benches.push((e, sub.clone())),
-            Some((e, Role::Child(_))) => child = Some((e, sub.clone())),
+        match named.map(|e| (e.name, &e.role)) {
+            Some((name, &Role::Bench { run, .. })) => benches.push((name, run, sub.clone())),
+            Some((_, &Role::Child(main))) => child = Some((main, sub.clone())),
             // `all`: every benchmark in it, each with its own defaults.
             None => {
                 for e in entries {
-                    if let Role::Bench { in_all: true, .. } = e.role {
+                    if let Role::Bench { in_all: true, run } = e.role {
                         let own = (e.args)(Command::new(e.name)).try_get_matches_from([e.name]);
-                        benches.push((e, own.map_err(|e| e.format(&mut cmd))?));
+                        benches.push((e.name, run, own.map_err(|e| e.format(&mut cmd))?));
                     }
                 }
             }
