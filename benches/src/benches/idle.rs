@@ -72,22 +72,28 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         "CPU us",
         "CPU % of wall",
     ])];
-    let one = |name: String, pct: f64, extra| Row {
-        name,
-        median: pct,
-        min: pct,
-        max: pct,
-        extra,
-        ..Row::default()
-    };
     let mut records = Vec::new();
+    // One row, printed and recorded: its counters (none for the process) and CPU time over wall x `cores`.
+    let mut add = |name: String, counts: &[(&str, u64)], cpu: Duration, cores: usize| {
+        let (us, pct) = (cpu.as_secs_f64() * 1e6, pct(cpu, cores));
+        let mut row = vec![name.clone()];
+        row.extend(counts.iter().map(|(_, v)| v.to_string()));
+        row.resize(6, "-".to_string());
+        row.extend([format!("{us:.0}"), format!("{pct:.4}%")]);
+        rows.push(row);
+        let counts = counts.iter().map(|(k, v)| (k.to_string(), *v as f64));
+        let extra = counts.chain([("cpu_us".to_string(), us)]).collect();
+        records.push(Row {
+            name,
+            median: pct,
+            min: pct,
+            max: pct,
+            extra,
+            ..Row::default()
+        });
+    };
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
-        let (d, cpu, name) = (
-            a.stats - b.stats,
-            a.cpu.saturating_sub(b.cpu),
-            format!("core {i} (thread)"),
-        );
-        let us = cpu.as_secs_f64() * 1e6;
+        let d = a.stats - b.stats;
         let counts = [
             ("enters", d.enters),
             ("sqes", d.sqes_submitted),
@@ -95,30 +101,14 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             ("task_polls", d.tasks_polled),
             ("remote_wakes", d.remote_wakes),
         ];
-        let mut row = vec![name.clone()];
-        row.extend(counts.iter().map(|(_, v)| v.to_string()));
-        row.extend([format!("{us:.0}"), format!("{:.4}%", pct(cpu, 1))]);
-        rows.push(row);
-        let mut extra: Vec<(String, f64)> = counts
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v as f64))
-            .collect();
-        extra.push(("cpu_us".to_string(), us));
-        records.push(one(name, pct(cpu, 1), extra));
+        add(
+            format!("core {i} (thread)"),
+            &counts,
+            a.cpu.saturating_sub(b.cpu),
+            1,
+        );
     }
-    let mut last = vec![format!("process, wall x {CORES}")];
-    last.extend(["-"; 5].map(String::from));
-    last.extend([
-        format!("{:.0}", process.as_secs_f64() * 1e6),
-        format!("{:.4}%", pct(process, CORES)),
-    ]);
-    rows.push(last);
-    let process_us = vec![("cpu_us".to_string(), process.as_secs_f64() * 1e6)];
-    records.push(one(
-        format!("process, wall x {CORES}"),
-        pct(process, CORES),
-        process_us,
-    ));
+    add(format!("process, wall x {CORES}"), &[], process, CORES);
     let title = format!(
         "idle: runtime cores({CORES}), block_on(sleep({:.1} s)), measured {:.3} s wall",
         secs,
