@@ -185,6 +185,18 @@ impl CoreMetrics {
     }
 }
 
+impl std::ops::Add for CoreMetrics {
+    type Output = CoreMetrics;
+
+    /// Field-by-field sum (of counts, and of gauges: the figures of two cores together), as
+    /// [`RuntimeMetrics::total`](crate::RuntimeMetrics::total) adds every core's.
+    fn add(self, rhs: CoreMetrics) -> CoreMetrics {
+        let mut sum = self;
+        CoreMetrics::add(&mut sum, &rhs);
+        sum
+    }
+}
+
 impl Sub for CoreMetrics {
     type Output = CoreMetrics;
 

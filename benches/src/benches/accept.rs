@@ -48,7 +48,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             "{}; client: tokio current-thread, SO_LINGER 0; RLIMIT_NOFILE {nofile}",
             cpus.describe()
         ))
-        .note("enters/op: the server's io_uring_enter calls per connection (runtime::stats)")
+        .note("enters/op: the server's io_uring_enter calls per connection (runtime::core_metrics)")
         .run(plan)?;
     drop(pin);
     for (_, srv) in servers {

@@ -282,7 +282,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
                     "{}; client: tokio current-thread, one task per connection; RLIMIT_NOFILE {nofile}",
                     cpus.describe()
                 ),
-                "enters/op: the server's io_uring_enter calls per round trip (runtime::stats; the raw ring counts its \
+                "enters/op: the server's io_uring_enter calls per round trip (runtime::core_metrics; the raw ring counts its \
                  own)"
                     .to_string(),
             ],

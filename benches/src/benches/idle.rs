@@ -15,14 +15,14 @@ const CORES: usize = 2;
 /// One core's counters and thread CPU time, read on that core.
 #[derive(Clone, Copy, Debug)]
 struct Snap {
-    stats: runtime::Stats,
+    stats: runtime::CoreMetrics,
     cpu: Duration,
 }
 
 impl Snap {
     fn here() -> Snap {
         Snap {
-            stats: runtime::stats().expect("inside the runtime"),
+            stats: runtime::core_metrics().expect("inside the runtime"),
             cpu: cpu_time(Who::Thread),
         }
     }
@@ -98,7 +98,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             ("enters", d.enters),
             ("sqes", d.sqes_submitted),
             ("cqes", d.cqes_reaped),
-            ("task_polls", d.tasks_polled),
+            ("task_polls", d.polls),
             ("remote_wakes", d.remote_wakes),
         ];
         add(

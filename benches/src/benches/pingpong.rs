@@ -11,7 +11,7 @@ use futures::{SinkExt, StreamExt};
 
 use crate::harness::cli::Opts;
 use crate::harness::contest::Contest;
-use crate::harness::measure::{add_stats, runtime_on, tokio_on, two_cpus, Measure, Plan};
+use crate::harness::measure::{runtime_on, tokio_on, two_cpus, Measure, Plan};
 use crate::harness::report::Metric;
 
 /// Runs the benchmark and prints its table.
@@ -33,7 +33,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         })
         .row("tokio multi-thread", |n| tokio_pingpong(&tokio_rt, n))
         .note("vs std: how many times faster than the std::sync::mpsc thread pair")
-        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)")
+        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::core_metrics)")
         .run(Plan::new(opts, 100_000, 1))?;
     drop(tokio_rt);
     std_pair.stop()?;
@@ -58,14 +58,14 @@ pub fn one_cpu_note(a: usize, b: usize) {
 #[derive(Default)]
 struct Counters {
     trips: Cell<u64>,
-    cores: [Cell<runtime::Stats>; 2],
+    cores: [Cell<runtime::CoreMetrics>; 2],
 }
 
 impl Counters {
-    fn add(&self, trips: u64, core0: runtime::Stats, core1: runtime::Stats) {
+    fn add(&self, trips: u64, core0: runtime::CoreMetrics, core1: runtime::CoreMetrics) {
         self.trips.set(self.trips.get() + trips);
-        self.cores[0].set(add_stats(self.cores[0].get(), core0));
-        self.cores[1].set(add_stats(self.cores[1].get(), core1));
+        self.cores[0].set(self.cores[0].get() + core0);
+        self.cores[1].set(self.cores[1].get() + core1);
     }
 
     fn note(&self) -> String {
@@ -77,7 +77,7 @@ impl Counters {
                 s.enters,
                 s.sqes_submitted,
                 s.cqes_reaped,
-                s.tasks_polled,
+                s.polls,
             ]
             .map(|v| v as f64 / n);
             format!(
@@ -121,18 +121,18 @@ macro_rules! cross_runtime {
         let ((mut to_b, mut from_a), (mut to_a, mut from_b)) = ($chan, $chan);
         $rt.block_on(async move {
             let pong = runtime::spawn_on(1, async move {
-                let before = runtime::stats().expect("on core 1");
+                let before = runtime::core_metrics().expect("on core 1");
                 pong!(v = from_a.$recv().await, to_a.$send(v + 1).await);
-                runtime::stats().expect("on core 1") - before
+                runtime::core_metrics().expect("on core 1") - before
             });
             // One untimed round trip: the ponger is running on core 1 before the clock starts.
             to_b.$send(0).await.map_err(io::Error::other)?;
             from_b.$recv().await;
-            let before = runtime::stats().expect("on core 0");
+            let before = runtime::core_metrics().expect("on core 0");
             let start = std::time::Instant::now();
             ping!(i in 1..=$n, to_b.$send(i).await, from_b.$recv().await);
             let elapsed = start.elapsed();
-            let core0 = runtime::stats().expect("on core 0") - before;
+            let core0 = runtime::core_metrics().expect("on core 0") - before;
             drop(to_b);
             let core1 = pong.await.map_err(io::Error::other)?;
             Ok((

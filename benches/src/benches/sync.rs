@@ -59,7 +59,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             Ok(cross_runtime!(rt, n, runtime::sync::mpsc::channel(1), send, recv)?.0)
         })
         .note("vs tokio: how many times faster than tokio's mpsc on a tokio multi-thread runtime")
-        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::stats)")
+        .note("enters/op: core 0's io_uring_enter calls per round trip (runtime::core_metrics)")
         .note("tokio may run both tasks on one worker (LIFO slot): its hops need not cross cores")
         .run(plan(20_000))?;
     drop((tokio_rt, rt, keep));

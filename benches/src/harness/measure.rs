@@ -182,45 +182,28 @@ pub fn peak_rss_kib() -> u64 {
     sysutil::proc_status_kib(None, "VmHWM").unwrap_or_else(|_| sysutil::max_rss_kib())
 }
 
-/// Sums of the runtime's counters (`runtime::Stats` deltas) over a contestant's runs.
+/// Sums of the runtime's counters (`runtime::CoreMetrics` deltas) over a contestant's runs.
 #[derive(Debug, Default)]
 pub struct Tally {
     ops: Cell<u64>,
-    stats: Cell<runtime::Stats>,
+    stats: Cell<runtime::CoreMetrics>,
 }
 
 impl Tally {
     /// Adds one run of `ops` operations whose counters moved by `delta`.
-    pub fn add(&self, ops: u64, delta: runtime::Stats) {
+    pub fn add(&self, ops: u64, delta: runtime::CoreMetrics) {
         self.ops.set(self.ops.get() + ops);
-        self.stats.set(add_stats(self.stats.get(), delta));
+        self.stats.set(self.stats.get() + delta);
     }
 
     /// `name per op: sqes 1.000, cqes 1.000, task polls 1.031, enters 0.0312`.
     pub fn note(&self, name: &str) -> String {
         let (s, ops) = (self.stats.get(), self.ops.get().max(1) as f64);
         let per = |v: u64| v as f64 / ops;
-        let (sqes, cqes, polls) = (
-            per(s.sqes_submitted),
-            per(s.cqes_reaped),
-            per(s.tasks_polled),
-        );
+        let (sqes, cqes, polls) = (per(s.sqes_submitted), per(s.cqes_reaped), per(s.polls));
         let enters = per(s.enters);
         let head = format!("{name} per op (warm-up included)");
         format!("{head}: sqes {sqes:.3}, cqes {cqes:.3}, task polls {polls:.3}, enters {enters:.4}")
-    }
-}
-
-/// The field-by-field sum of two sets of counters.
-pub fn add_stats(a: runtime::Stats, b: runtime::Stats) -> runtime::Stats {
-    runtime::Stats {
-        sqes_submitted: a.sqes_submitted + b.sqes_submitted,
-        enters: a.enters + b.enters,
-        cqes_reaped: a.cqes_reaped + b.cqes_reaped,
-        tasks_polled: a.tasks_polled + b.tasks_polled,
-        remote_wakes: a.remote_wakes + b.remote_wakes,
-        tasks_alive: a.tasks_alive + b.tasks_alive,
-        tasks_stolen: a.tasks_stolen + b.tasks_stolen,
     }
 }
 
@@ -229,11 +212,11 @@ pub async fn timed(
     tally: &Tally,
     work: impl Future<Output = io::Result<u64>>,
 ) -> io::Result<Measure> {
-    let before = runtime::stats().expect("inside the runtime");
+    let before = runtime::core_metrics().expect("inside the runtime");
     let start = Instant::now();
     let ops = work.await?;
     let elapsed = start.elapsed();
-    let delta = runtime::stats().expect("inside the runtime") - before;
+    let delta = runtime::core_metrics().expect("inside the runtime") - before;
     tally.add(ops, delta);
     Ok(Measure::new(ops, elapsed, Some(delta.enters)))
 }

@@ -54,13 +54,13 @@ pub struct Report {
     /// What the server counted: connections finished (accept) or bytes echoed (echo).
     pub count: u64,
     /// The runtime's counters over the window (`enters` alone for the raw ring), if any.
-    pub stats: Option<runtime::Stats>,
+    pub stats: Option<runtime::CoreMetrics>,
 }
 
 /// A server's snapshot at a window's edge: when, its thread's CPU time, its counters.
-type Snap = (Instant, Duration, Option<runtime::Stats>);
+type Snap = (Instant, Duration, Option<runtime::CoreMetrics>);
 
-fn snap(stats: &impl Fn() -> Option<runtime::Stats>) -> Snap {
+fn snap(stats: &impl Fn() -> Option<runtime::CoreMetrics>) -> Snap {
     (Instant::now(), cpu_time(Who::Thread), stats())
 }
 
@@ -133,7 +133,7 @@ impl Ctl {
     /// An event on the server: `bytes` more echoed (0 for a connection accepted or ended).
     // Hot path: two relaxed loads when nothing changed; no read-modify-write instruction.
     #[inline]
-    pub fn tick(&self, bytes: u64, stats: impl Fn() -> Option<runtime::Stats>) {
+    pub fn tick(&self, bytes: u64, stats: impl Fn() -> Option<runtime::CoreMetrics>) {
         self.count.store(self.count.load(Relaxed) + bytes, Relaxed);
         let phase = self.phase.load(Relaxed);
         if phase != self.seen.load(Relaxed) {
@@ -142,7 +142,7 @@ impl Ctl {
     }
 
     /// A connection the server accepted has finished (accept): closes the window at `target`.
-    pub fn conn_done(&self, stats: impl Fn() -> Option<runtime::Stats>) {
+    pub fn conn_done(&self, stats: impl Fn() -> Option<runtime::CoreMetrics>) {
         self.tick(1, &stats);
         if self.count.load(Relaxed) == self.target.load(Relaxed) {
             self.finish(&stats);
@@ -150,7 +150,7 @@ impl Ctl {
     }
 
     #[cold]
-    fn transition(&self, phase: u64, stats: &impl Fn() -> Option<runtime::Stats>) {
+    fn transition(&self, phase: u64, stats: &impl Fn() -> Option<runtime::CoreMetrics>) {
         let seen = self.seen.swap(phase, Relaxed);
         match phase & 3 {
             MEASURE => {
@@ -162,7 +162,7 @@ impl Ctl {
         }
     }
 
-    fn finish(&self, stats: &impl Fn() -> Option<runtime::Stats>) {
+    fn finish(&self, stats: &impl Fn() -> Option<runtime::CoreMetrics>) {
         let Some((at, cpu, before)) = self.start.lock().expect("snapshot lock").take() else {
             return;
         };
@@ -179,7 +179,7 @@ impl Ctl {
 }
 
 /// No counters: for servers that are not this runtime.
-pub fn no_stats() -> Option<runtime::Stats> {
+pub fn no_stats() -> Option<runtime::CoreMetrics> {
     None
 }
 

@@ -87,7 +87,7 @@ pub(crate) use {accepts, echo_borrowed, echo_owned};
 pub async fn accept_conn(
     ctl: &Ctl,
     who: &str,
-    stats: fn() -> Option<runtime::Stats>,
+    stats: fn() -> Option<runtime::CoreMetrics>,
     served: impl std::future::Future<Output = io::Result<()>>,
 ) {
     if let Err(e) = served.await {
@@ -100,7 +100,7 @@ pub async fn accept_conn(
 pub async fn accept_loop<S, E: Display>(
     ctl: &Ctl,
     what: &str,
-    stats: fn() -> Option<runtime::Stats>,
+    stats: fn() -> Option<runtime::CoreMetrics>,
     accepted: impl Stream<Item = Result<S, E>>,
     mut each: impl FnMut(S),
 ) -> io::Result<()> {
@@ -191,18 +191,24 @@ pub fn runtime_echo(
     builder.build()?.block_on(async move {
         let listener = corering_net::TcpListener::from_std(listener)?;
         let what = "bench: runtime echo server";
-        accept_loop(&ctl, what, runtime::stats, listener.incoming(), |stream| {
-            let ctl = ctl.clone();
-            let echoed = move |n| ctl.tick(n, runtime::stats);
-            // Spawned as they are: a wrapping `async move` block would hold the stream twice.
-            match conn {
-                Conn::Chunks => drop(runtime::spawn_local(runtime_conn(stream, echoed))),
-                Conn::OwnBuffer(buf) => {
-                    drop(runtime::spawn_local(runtime_own_conn(stream, buf, echoed)))
+        accept_loop(
+            &ctl,
+            what,
+            runtime::core_metrics,
+            listener.incoming(),
+            |stream| {
+                let ctl = ctl.clone();
+                let echoed = move |n| ctl.tick(n, runtime::core_metrics);
+                // Spawned as they are: a wrapping `async move` block would hold the stream twice.
+                match conn {
+                    Conn::Chunks => drop(runtime::spawn_local(runtime_conn(stream, echoed))),
+                    Conn::OwnBuffer(buf) => {
+                        drop(runtime::spawn_local(runtime_own_conn(stream, buf, echoed)))
+                    }
+                    Conn::Untallied => drop(runtime::spawn_local(untallied_conn(stream))),
                 }
-                Conn::Untallied => drop(runtime::spawn_local(untallied_conn(stream))),
-            }
-        })
+            },
+        )
         .await
     })
 }
@@ -279,7 +285,7 @@ pub fn runtime_accept(listener: TcpListener, ctl: Arc<Ctl>, multishot: bool) -> 
         accept_loop(
             &ctl,
             "bench accept: runtime server",
-            runtime::stats,
+            runtime::core_metrics,
             accepted,
             |s| {
                 let ctl = ctl.clone();
@@ -290,7 +296,7 @@ pub fn runtime_accept(listener: TcpListener, ctl: Arc<Ctl>, multishot: bool) -> 
                         res?;
                         s.write_all_owned(buf).await.0
                     };
-                    accept_conn(&ctl, "runtime", runtime::stats, served).await
+                    accept_conn(&ctl, "runtime", runtime::core_metrics, served).await
                 });
             },
         )

@@ -36,10 +36,9 @@ pub fn echo(listener: TcpListener, ctl: Arc<Ctl>, msg: usize) -> io::Result<()> 
     let ring = raw.ring();
     let enters = Cell::new(0u64);
     let stats = || {
-        Some(runtime::Stats {
-            enters: enters.get(),
-            ..runtime::Stats::default()
-        })
+        let mut m = runtime::CoreMetrics::default();
+        m.enters = enters.get();
+        Some(m)
     };
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
