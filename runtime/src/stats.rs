@@ -23,7 +23,7 @@ use std::time::Duration;
 ///
 /// Read on the core's own thread ([`core_metrics`](crate::core_metrics), or
 /// [`RuntimeMetrics::core`](crate::RuntimeMetrics::core) there) they are the values now;
-/// elsewhere, as the core last published them (at most [`PUBLISH_INTERVAL`] old while it
+/// elsewhere, as the core last published them (at most 10 ms old while it
 /// works). Subtract two snapshots for the figures of the span between them (the gauges keep
 /// the later value):
 ///
