@@ -22,14 +22,8 @@ pub struct ChildProc {
 impl ChildProc {
     /// Starts `cmd` pinned to `cpu`, stdin and stdout piped, stderr inherited.
     pub fn spawn(what: &str, cmd: &mut Command, cpu: usize) -> io::Result<ChildProc> {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            let msg = format!("cannot pin {what} to CPU {cpu}: past CPU_SETSIZE");
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
-        }
-        // SAFETY: an all-zero `cpu_set_t` is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
+        let set = cpu_set(&[cpu])
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot pin {what}: {e}")))?;
         // SAFETY: the closure runs in the child between fork and exec, and makes only two system calls
         // (async-signal-safe, no allocation, no lock) on data copied into it.
         unsafe {
@@ -178,6 +172,21 @@ impl Drop for ChildProc {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The CPU set of `cpus`.
+pub fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: an all-zero `cpu_set_t` is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            let msg = format!("CPU {cpu} is past CPU_SETSIZE");
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+        }
+        // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(set)
 }
 
 /// This binary, run again (for the hidden subcommands).

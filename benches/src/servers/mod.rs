@@ -123,36 +123,24 @@ pub async fn accept_loop<S, E: Display>(
     Err(io::Error::other(format!("{what}: the accept stream ended")))
 }
 
+/// Servers as data: `servers![cpu; "row name", "thread name" => body, ...]` starts each `body` (a
+/// `Server::spawn` body) on its own thread pinned to `cpu`, in row order.
+macro_rules! servers {
+    ($cpu:expr; $($name:literal, $thread:literal => $body:expr),* $(,)?) => {
+        vec![$(($name, Server::spawn($thread, $cpu, $body)?)),*]
+    };
+}
+
 /// `bench echo`'s servers for `msg`-byte messages, each on its own thread pinned to `cpu`, in row order.
 pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>> {
     let rt = || runtime::Builder::new().entries(ENTRIES);
-    let mut servers = vec![
-        (
-            "runtime",
-            Server::spawn("echo-runtime", cpu, move |l, c| {
-                runtime_echo(l, c, rt(), Conn::Chunks)
-            })?,
-        ),
-        (
-            "tokio current-thread",
-            Server::spawn("echo-tokio", cpu, move |l, c| tokio_echo(l, c, msg, true))?,
-        ),
-        (
-            "runtime epoll backend",
-            Server::spawn("echo-runtime-epoll", cpu, move |l, c| {
-                runtime_echo(l, c, rt().backend(runtime::Backend::Epoll), Conn::Chunks)
-            })?,
-        ),
-        (
-            "raw ring",
-            Server::spawn("echo-raw", cpu, move |l, c| raw::echo(l, c, msg))?,
-        ),
-        (
-            "runtime own-buffer read",
-            Server::spawn("echo-runtime-own", cpu, move |l, c| {
-                runtime_echo(l, c, rt(), Conn::OwnBuffer(msg))
-            })?,
-        ),
+    let epoll = move || rt().backend(runtime::Backend::Epoll);
+    let mut servers = servers![cpu;
+        "runtime", "echo-runtime" => move |l, c| runtime_echo(l, c, rt(), Conn::Chunks),
+        "tokio current-thread", "echo-tokio" => move |l, c| tokio_echo(l, c, msg, true),
+        "runtime epoll backend", "echo-runtime-epoll" => move |l, c| runtime_echo(l, c, epoll(), Conn::Chunks),
+        "raw ring", "echo-raw" => move |l, c| raw::echo(l, c, msg),
+        "runtime own-buffer read", "echo-runtime-own" => move |l, c| runtime_echo(l, c, rt(), Conn::OwnBuffer(msg)),
     ];
     servers.extend(peer_servers("echo", cpu, Some(msg)));
     Ok(servers
@@ -163,19 +151,10 @@ pub fn echo_servers(cpu: usize, msg: usize) -> io::Result<Vec<(String, Server)>>
 
 /// `bench accept`'s servers, each on its own thread pinned to `cpu`, in row order.
 pub fn accept_servers(cpu: usize) -> io::Result<Vec<(&'static str, Server)>> {
-    let mut servers = vec![
-        (
-            "runtime accept()",
-            Server::spawn("accept-single", cpu, |l, c| runtime_accept(l, c, false))?,
-        ),
-        (
-            "runtime incoming()",
-            Server::spawn("accept-multi", cpu, |l, c| runtime_accept(l, c, true))?,
-        ),
-        (
-            "tokio current-thread",
-            Server::spawn("accept-tokio", cpu, tokio_accept)?,
-        ),
+    let mut servers = servers![cpu;
+        "runtime accept()", "accept-single" => |l, c| runtime_accept(l, c, false),
+        "runtime incoming()", "accept-multi" => |l, c| runtime_accept(l, c, true),
+        "tokio current-thread", "accept-tokio" => tokio_accept,
     ];
     servers.extend(peer_servers("accept", cpu, None));
     Ok(servers)

@@ -259,16 +259,7 @@ async fn accept_tokio(listener: tokio::net::TcpListener, app: Router) -> io::Res
 
 /// Lets the calling thread (and the threads it starts from now on) run on `cpus` only.
 fn allow_cpus(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: an all-zero `cpu_set_t` is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            let msg = format!("CPU {cpu} is past CPU_SETSIZE");
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
-        }
-        // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
+    let set = crate::harness::child::cpu_set(cpus)?;
     // SAFETY: `set` is a valid `cpu_set_t` of the size passed; 0 is the calling thread.
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
         return Err(io::Error::last_os_error());
