@@ -15,23 +15,18 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A peer's server body: the listener, the control block, the CPU it is pinned to.
 type Body = fn(TcpListener, Arc<Ctl>, usize, Ready, Option<usize>) -> io::Result<()>;
 
+/// The hint for a runtime whose io_uring setup failed.
+const URING_HINT: &str = "io_uring setup failed (kernel.io_uring_disabled? seccomp?)";
+
 /// Every peer, in the order of their rows: its name, its servers, and a hint printed with a setup error.
 const PEERS: [(&str, Body, &str); 3] = [
-    (
-        "monoio",
-        monoio,
-        "io_uring setup failed (kernel.io_uring_disabled? seccomp?)",
-    ),
+    ("monoio", monoio, URING_HINT),
     (
         "glommio",
         glommio,
         "glommio needs RLIMIT_MEMLOCK >= 512 KiB (`ulimit -l 512`) and /sys/devices/system/cpu",
     ),
-    (
-        "tokio-uring",
-        tokio_uring,
-        "io_uring setup failed (kernel.io_uring_disabled? seccomp?)",
-    ),
+    ("tokio-uring", tokio_uring, URING_HINT),
 ];
 
 /// The server thread's one message to [`spawn`]: its runtime was built, or why not.
