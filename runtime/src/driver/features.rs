@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use super::kernel::{Has, Profile, SqeBit};
+use super::kernel::Profile;
 use super::{Backend, RingFlags};
 
 /// One bit per feature, in [`Features::asked`] and [`RingConfig::asked`].
@@ -35,16 +35,6 @@ pub(crate) mod bit {
     pub(crate) const RECV_LIMIT: u16 = 1 << 9;
     /// Every feature: what a default [`crate::Builder`] asks for.
     pub(crate) const ALL: u16 = (1 << 10) - 1;
-}
-
-/// The feature bits a kernel profile's release lacks: its `Feature` rows in the kernel
-/// table, and [`Features::recv_limit`], which the table knows as an SQE field
-/// (`SqeBit::RecvLimit`, the row its SQE gate refuses).
-pub(crate) fn profile_lacks(profile: Option<Profile>) -> u16 {
-    profile.map_or(0, |p| {
-        let limit = !p.has(Has::Sqe(SqeBit::RecvLimit));
-        p.lacks() | if limit { bit::RECV_LIMIT } else { 0 }
-    })
 }
 
 /// Default [`Features::recv_ring_entries`].
@@ -201,7 +191,7 @@ impl Features {
     /// Features of a ring built from `config`, granting `granted` ([`bit`]s, already
     /// limited to those asked for).
     pub(crate) fn new(config: &RingConfig, granted: u16) -> Features {
-        let granted = granted & config.asked & !profile_lacks(config.profile);
+        let granted = granted & config.asked & !config.profile.map_or(0, |p| p.lacks());
         let on = |b: u16| granted & b != 0;
         Features {
             backend: Backend::IoUring,
@@ -318,7 +308,7 @@ impl fmt::Display for Features {
         write_list(f, granted, "|")?;
         f.write_str("; off: ")?;
         let off = all.iter().filter(|(_, _, on)| !*on).map(|(name, b, _)| {
-            let lacked = self.profile.filter(|&p| profile_lacks(Some(p)) & b != 0);
+            let lacked = self.profile.filter(|p| p.lacks() & b != 0);
             let why = if self.asked & b == 0 {
                 "builder"
             } else if self.backend == Backend::Epoll {

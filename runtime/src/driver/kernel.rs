@@ -68,7 +68,7 @@ pub(crate) const IOU_PBUF_RING_INC: u16 = 2;
 
 /// What each release added, oldest first: the kernel-profile table (ARCHITECTURE.md has
 /// it too). A profile of release `v` has every row with a version `<= v`.
-pub(crate) const HISTORY: [(Version, Has, &str); 31] = [
+pub(crate) const HISTORY: [(Version, Has, &str); 32] = [
     ((5, 18), Has::Setup("SUBMIT_ALL"), "IORING_SETUP_SUBMIT_ALL"),
     (
         (5, 18),
@@ -183,6 +183,11 @@ pub(crate) const HISTORY: [(Version, Has, &str); 31] = [
         (6, 17),
         Has::Sqe(SqeBit::RecvLimit),
         "a receive's limit in sqe->optlen",
+    ),
+    (
+        (6, 17),
+        Has::Feature(bit::RECV_LIMIT),
+        "a receive's limit in sqe->optlen (no feature flag: granted by release)",
     ),
 ];
 
@@ -403,7 +408,8 @@ mod tests {
         let f = p61.limit_flags(all);
         assert!(f.single_issuer && f.defer_taskrun && !f.no_sqarray);
         assert_eq!(p68.limit_flags(all), all);
-        let lacks_68 = bit::RECV_BUNDLE | bit::MIN_TIMEOUT | bit::RECV_INCREMENTAL;
+        let lacks_68 =
+            bit::RECV_BUNDLE | bit::MIN_TIMEOUT | bit::RECV_INCREMENTAL | bit::RECV_LIMIT;
         assert_eq!(p68.lacks(), lacks_68);
         let lacks_61 = lacks_68 | bit::NO_SQARRAY | bit::FIXED_FD_INSTALL;
         assert_eq!(p61.lacks(), lacks_61);

@@ -4,7 +4,7 @@
 
 use io_uring::{opcode, IoUring};
 
-use super::features::{bit, profile_lacks, Features, RingConfig};
+use super::features::{bit, Features, RingConfig};
 use super::kernel::{OpProbe, IOU_PBUF_RING_INC};
 use super::RingFlags;
 
@@ -25,7 +25,7 @@ pub(crate) fn probe(
     let supported = |code: u8| probe.supports(code);
     let params = ring.params();
     // What a kernel profile's release lacks is never asked of the kernel.
-    let lacks = profile_lacks(config.profile);
+    let lacks = config.profile.map_or(0, |p| p.lacks());
     let asks = |b: u16| config.asks(b) && lacks & b == 0;
     let mut granted = 0;
     let mut grant = |b: u16, on: bool| {
