@@ -70,7 +70,7 @@ impl RuntimeMetrics {
         let mut total = CoreMetrics::default();
         for i in 0..self.num_workers() {
             if let Some(m) = self.core(i) {
-                total.add(&m);
+                total += m;
             }
         }
         total

@@ -120,12 +120,16 @@ macro_rules! published {
             }
         }
 
-        impl CoreMetrics {
-            /// Field-by-field sum.
-            pub(crate) fn add(&mut self, o: &CoreMetrics) {
+        impl std::ops::AddAssign for CoreMetrics {
+            /// Field-by-field sum (of counts, and of gauges: the figures of two cores
+            /// together), as [`RuntimeMetrics::total`](crate::RuntimeMetrics::total) adds
+            /// every core's.
+            fn add_assign(&mut self, o: CoreMetrics) {
                 $(self.$field += o.$field;)*
             }
+        }
 
+        impl CoreMetrics {
             /// Subtracts `o`'s counts (saturating); the gauges keep their values.
             fn sub_counts(&mut self, o: &CoreMetrics) {
                 $(if !CoreMetrics::is_gauge(stringify!($field)) {
@@ -188,12 +192,10 @@ impl CoreMetrics {
 impl std::ops::Add for CoreMetrics {
     type Output = CoreMetrics;
 
-    /// Field-by-field sum (of counts, and of gauges: the figures of two cores together), as
-    /// [`RuntimeMetrics::total`](crate::RuntimeMetrics::total) adds every core's.
-    fn add(self, rhs: CoreMetrics) -> CoreMetrics {
-        let mut sum = self;
-        CoreMetrics::add(&mut sum, &rhs);
-        sum
+    /// Field-by-field sum (see the `AddAssign` impl).
+    fn add(mut self, rhs: CoreMetrics) -> CoreMetrics {
+        self += rhs;
+        self
     }
 }
 

@@ -117,7 +117,7 @@ pub(crate) trait Ring {
     /// `io_uring_enter(2)`'s, which the driver survives or not (`enter::EnterError`).
     fn enter(&mut self, sq: &mut Sq, e: Enter) -> io::Result<u32>;
 
-    /// Hands every posted CQE (`user_data`, result, flags) to `f`, in order. Returns
+    /// Hands every posted CQE (`user_data`, result, flags) to `sink`, in order. Returns
     /// whether CQEs overflowed that an enter with `GETEVENTS` flushes (then reap again).
     fn reap(&mut self, sink: &mut impl CqeSink) -> bool;
 
