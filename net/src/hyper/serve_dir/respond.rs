@@ -47,7 +47,7 @@ const OPEN_TRIES: usize = 4;
 /// How long, in all, an open waits for a descriptor when the process has none left
 /// (`EMFILE`, `ENFILE`: under load every response in flight holds one, and thousands of
 /// streams may be asking at once) before the request is answered `503`. The wait backs off
-/// from 1 ms to 50 ms, as the accept loop does on the same errors.
+/// from 1 ms to 50 ms (the accept loop, on the same errors, waits 10 ms between tries).
 const FD_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether `e` says the process (or the system) has no descriptor left.
