@@ -41,7 +41,6 @@
 //! driver's borrow ends (see the parent module).
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::task::{Context, Poll, Waker};
@@ -49,6 +48,7 @@ use std::task::{Context, Poll, Waker};
 use io_uring::{cqueue, squeue};
 
 use super::late::LateCqe;
+use super::queue::CqeQueue;
 use super::{close_raw, Cqe};
 use crate::driver::bufring::{BufRing, Claim};
 use crate::driver::slots::Slots;
@@ -147,7 +147,7 @@ pub(crate) struct AfterReap {
 pub(crate) struct MultiSlot {
     pub(crate) waker: Option<Waker>,
     /// Raw (result, flags) of CQEs not yet yielded, with the provided buffers each filled.
-    pub(crate) queue: VecDeque<(i32, u32, Claim)>,
+    pub(crate) queue: CqeQueue,
     /// The buffer ring the op picks from, if it named it: each CQE's buffers are taken out
     /// of the ring as it is reaped (see [`BufRing::take_each`]).
     pub(crate) ring: Option<BufRing>,
@@ -405,7 +405,7 @@ impl Driver {
             panic!("multishot op dropped in state {:?}", self.ops[key])
         };
         let mut fixed_closes = Vec::new();
-        for (res, flags, bufs) in m.queue.drain(..) {
+        for (res, flags, bufs) in m.queue.drain() {
             fixed_closes.extend(data.late(Cqe::claimed(res, flags, bufs)));
         }
         let done = m.done;

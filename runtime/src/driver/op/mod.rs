@@ -28,6 +28,7 @@ mod lifecycle;
 mod link;
 mod multi;
 mod orphan;
+mod queue;
 mod single;
 
 use std::io;

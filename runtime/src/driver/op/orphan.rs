@@ -121,7 +121,7 @@ pub(super) fn drop_multi(key: usize, core: CoreId, data: Box<dyn LateCqe>) {
         return;
     }
     if let Some(Lifecycle::Multi(mut m)) = take(core, key) {
-        for (res, flags, bufs) in m.queue.drain(..) {
+        for (res, flags, bufs) in m.queue.drain() {
             // A direct descriptor it hands back went with the ring's table.
             let _ = data.late(Cqe::claimed(res, flags, bufs));
         }
