@@ -62,7 +62,9 @@ struct Pending {
     in_flight: bool,
     /// Why a send failed, once one has: every later call fails with it.
     failed: Option<StickyError>,
-    shutdown: Option<Op<Shutdown>>,
+    /// Boxed: an op carries its SQE until it is pushed, and only a closing socket has one,
+    /// so a socket between writes keeps this box small.
+    shutdown: Option<Box<Op<Shutdown>>>,
 }
 
 /// The outcome of a detached send, written by its CQE handler inside the driver.
@@ -209,8 +211,8 @@ impl WriteState {
         let pending = self.pending();
         let op = pending
             .shutdown
-            .get_or_insert_with(|| ops::shutdown(fd, How::Write));
-        let res = ready!(Pin::new(op).poll(cx));
+            .get_or_insert_with(|| Box::new(ops::shutdown(fd, How::Write)));
+        let res = ready!(Pin::new(&mut **op).poll(cx));
         pending.shutdown = None;
         self.closed = true;
         Poll::Ready(res)
