@@ -30,20 +30,32 @@ pub use recv_stream::RecvStream;
 pub(crate) use ring_read::RingRead;
 pub(crate) use write::WriteState;
 
+use std::future::Future;
+use std::io;
+
 use runtime::ext::SharedFd;
 
 /// The next received chunk of `fd`, through its read state (see [`Chunk`]).
-pub(crate) async fn read_chunk(fd: &SharedFd, read: &mut ReadState) -> std::io::Result<Chunk> {
-    std::future::poll_fn(|cx| read.poll_chunk(fd, cx)).await
+///
+/// A plain future, not an `async fn`: it holds two references and nothing else, so a task
+/// parked in it (an idle connection) stays as small as its state machine allows.
+pub(crate) fn read_chunk<'a>(
+    fd: &'a SharedFd,
+    read: &'a mut ReadState,
+) -> impl Future<Output = io::Result<Chunk>> + 'a {
+    std::future::poll_fn(move |cx| read.poll_chunk(fd, cx))
 }
 
 /// Starts sending `chunk` after the bytes already accepted by the write state (see
 /// [`StreamSocket::write_chunk`](crate::stream::StreamSocket::write_chunk)).
-pub(crate) async fn write_chunk(
-    fd: &SharedFd,
-    write: &mut WriteState,
+///
+/// A plain future holding the chunk once (an `async fn` would hold it in its own frame and
+/// again in the `poll_fn` it awaits).
+pub(crate) fn write_chunk<'a>(
+    fd: &'a SharedFd,
+    write: &'a mut WriteState,
     chunk: Chunk,
-) -> std::io::Result<()> {
+) -> impl Future<Output = io::Result<()>> + 'a {
     let mut chunk = Some(chunk);
-    std::future::poll_fn(|cx| write.poll_write_chunk(fd, cx, &mut chunk)).await
+    std::future::poll_fn(move |cx| write.poll_write_chunk(fd, cx, &mut chunk))
 }

@@ -24,8 +24,10 @@ macro_rules! read_methods {
         /// [`read_owned`](Self::read_owned) reads the same bytes, in order; on a socket
         /// with nothing buffered and no receive armed it pins the caller's buffer in the
         /// kernel until data arrives.
-        pub async fn read_chunk(&mut self) -> ::std::io::Result<crate::Chunk> {
-            crate::io::read_chunk(&self.fd, &mut self.read).await
+        pub fn read_chunk(
+            &mut self,
+        ) -> impl ::std::future::Future<Output = ::std::io::Result<crate::Chunk>> + '_ {
+            crate::io::read_chunk(&self.fd, &mut self.read)
         }
 
         /// Reads once into `buf` (up to its total length, from its start) and gives it
@@ -93,8 +95,11 @@ macro_rules! write_methods {
         /// per message: `let c = s.read_chunk().await?; s.write_chunk(c).await?;`. The
         /// owned-buffer [`write_all_owned`](Self::write_all_owned) waits for the sends
         /// before it, then for its own.
-        pub async fn write_chunk(&mut self, chunk: crate::Chunk) -> ::std::io::Result<()> {
-            crate::io::write_chunk(&self.fd, &mut self.write, chunk).await
+        pub fn write_chunk(
+            &mut self,
+            chunk: crate::Chunk,
+        ) -> impl ::std::future::Future<Output = ::std::io::Result<()>> + '_ {
+            crate::io::write_chunk(&self.fd, &mut self.write, chunk)
         }
 
         /// Writes `buf`'s initialised bytes once (one `IORING_OP_SEND`) and gives it back
