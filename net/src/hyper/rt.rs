@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use ::hyper::rt::{Executor, Read, ReadBufCursor, Sleep, Timer, Write};
@@ -19,12 +19,18 @@ use futures::io::{AsyncBufRead, AsyncWrite};
 #[derive(Debug)]
 pub struct HyperIo<T> {
     inner: T,
+    /// An error the stream gave after a read had already copied bytes: the next read
+    /// returns it (see `poll_read`).
+    failed: Option<io::Error>,
 }
 
 impl<T> HyperIo<T> {
     /// Wraps `inner`.
     pub fn new(inner: T) -> HyperIo<T> {
-        HyperIo { inner }
+        HyperIo {
+            inner,
+            failed: None,
+        }
     }
 
     /// The wrapped stream.
@@ -53,13 +59,34 @@ impl<T: AsyncBufRead + Unpin> Read for HyperIo<T> {
         if room == 0 {
             return Poll::Ready(Ok(()));
         }
-        let inner = &mut self.get_mut().inner;
+        let this = self.get_mut();
+        if let Some(e) = this.failed.take() {
+            return Poll::Ready(Err(e));
+        }
+        let inner = &mut this.inner;
         // The bytes stay in the stream's buffer until `consume`: a poll dropped before it
-        // completes, or a short `buf`, loses nothing.
-        let avail = ready!(Pin::new(&mut *inner).poll_fill_buf(cx))?;
-        let n = avail.len().min(room);
-        buf.put_slice(&avail[..n]);
-        Pin::new(inner).consume(n);
+        // completes, or a short `buf`, loses nothing. While `buf` has room and the stream
+        // has more ready (a bundle's next buffers, the receive's next completion), those
+        // are copied too: a large body takes one read per bundle, not one per buffer.
+        let mut copied = false;
+        while buf.remaining() > 0 {
+            let avail = match Pin::new(&mut *inner).poll_fill_buf(cx) {
+                Poll::Ready(Ok(avail)) => avail,
+                Poll::Ready(Err(e)) if copied => {
+                    this.failed = Some(e);
+                    break;
+                }
+                Poll::Pending if copied => break,
+                other => return other.map_ok(|_| ()),
+            };
+            if avail.is_empty() {
+                break;
+            }
+            let n = avail.len().min(buf.remaining());
+            buf.put_slice(&avail[..n]);
+            Pin::new(&mut *inner).consume(n);
+            copied = true;
+        }
         Poll::Ready(Ok(()))
     }
 }

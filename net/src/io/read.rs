@@ -48,6 +48,13 @@ pub(super) trait Source {
     /// Marks `amt` buffered bytes as read.
     fn consume(&mut self, amt: usize);
 
+    /// Whether more bytes are in hand (a bundle's next buffer) after those consumed, so
+    /// that `poll_fill_buf` is ready without receiving or taking a completion: a read with
+    /// room left goes on copying them.
+    fn has_buffered(&self) -> bool {
+        false
+    }
+
     /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
     fn poll_chunk(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>>;
 
@@ -78,17 +85,27 @@ fn source<'a>(slot: &'a mut Option<Box<dyn Source>>, fd: &SharedFd) -> &'a mut d
 }
 
 /// Hands the buffered bytes of `slot`'s source (receiving first if there are none) to
-/// `copy`, which copies out what it can and says how many; those are consumed.
+/// `copy`, which copies out what it can and says how many; those are consumed. While
+/// `copy` takes all it is given and the source has more in hand (a bundle's next buffers),
+/// those go to `copy` too, without receiving: a large read takes a whole bundle (up to 64
+/// KiB with the default 16 KiB buffers) in one call, as a `recv(2)` into it would.
 fn poll_copy(
     slot: &mut Option<Box<dyn Source>>,
     fd: &SharedFd,
     cx: &mut Context<'_>,
-    copy: impl FnOnce(&[u8]) -> usize,
+    mut copy: impl FnMut(&[u8]) -> usize,
 ) -> Poll<io::Result<usize>> {
     let source = source(slot, fd);
-    let n = copy(ready!(source.poll_fill_buf(fd, cx))?);
-    source.consume(n);
-    Poll::Ready(Ok(n))
+    let mut total = 0;
+    loop {
+        let avail = ready!(source.poll_fill_buf(fd, cx))?;
+        let (len, n) = (avail.len(), copy(avail));
+        source.consume(n);
+        total += n;
+        if n == 0 || n < len || !source.has_buffered() {
+            return Poll::Ready(Ok(total));
+        }
+    }
 }
 
 impl ReadState {
@@ -134,9 +151,11 @@ impl ReadState {
         if out.is_empty() {
             return Poll::Ready(Ok(0));
         }
+        let mut filled = 0;
         poll_copy(self.source.get_mut(), fd, cx, |avail| {
-            let n = avail.len().min(out.len());
-            out[..n].copy_from_slice(&avail[..n]);
+            let n = avail.len().min(out.len() - filled);
+            out[filled..filled + n].copy_from_slice(&avail[..n]);
+            filled += n;
             n
         })
     }
@@ -169,7 +188,11 @@ impl ReadState {
         cx: &mut Context<'_>,
         copy: impl FnOnce(&[u8]) -> usize,
     ) -> Poll<io::Result<usize>> {
-        poll_copy(&mut self.source.borrow_mut(), fd, cx, copy)
+        // One pass: the owned-buffer copies write from their buffer's start.
+        let mut copy = Some(copy);
+        poll_copy(&mut self.source.borrow_mut(), fd, cx, |avail| {
+            copy.take().map_or(0, |copy| copy(avail))
+        })
     }
 }
 
