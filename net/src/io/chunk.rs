@@ -6,6 +6,8 @@ use std::ops::Deref;
 
 use runtime::buf::{IoBuf, RingBuf};
 
+use super::pool::WriteBuf;
+
 /// A chunk of received bytes, from a stream socket's
 /// [`read_chunk`](crate::stream::StreamSocket::read_chunk) (TCP's, Unix's or a read half's): a provided buffer of the core's ring (returned to
 /// it when the chunk is dropped), or, where the core has no ring, a buffer of its own.
@@ -18,6 +20,8 @@ pub struct Chunk(ChunkInner);
 enum ChunkInner {
     Ring(RingBuf),
     Own(Vec<u8>),
+    /// A write-behind copy, back to the core's pool when sent (`io::pool`).
+    Write(WriteBuf),
 }
 
 impl Chunk {
@@ -31,9 +35,14 @@ impl Chunk {
         Chunk(ChunkInner::Own(Vec::new()))
     }
 
-    /// A chunk of bytes of its own (the poll path's copy of what it was lent).
+    /// A chunk of bytes of its own (the fallback read path's copy).
     pub(crate) fn from_vec(bytes: Vec<u8>) -> Chunk {
         Chunk(ChunkInner::Own(bytes))
+    }
+
+    /// The poll path's copy of what it was lent, in a write-behind buffer.
+    pub(crate) fn from_write(bytes: WriteBuf) -> Chunk {
+        Chunk(ChunkInner::Write(bytes))
     }
 }
 
@@ -44,17 +53,21 @@ impl Deref for Chunk {
         match &self.0 {
             ChunkInner::Ring(b) => b,
             ChunkInner::Own(v) => v,
+            ChunkInner::Write(v) => v,
         }
     }
 }
 
-// SAFETY: both kinds are `IoBuf`s themselves (a `RingBuf`'s bytes stay in the ring's memory,
-// a `Vec`'s on the heap, while the value moves); this forwards to them unchanged.
+// SAFETY: every kind is an `IoBuf` itself or a `Vec` (a `RingBuf`'s bytes stay in the ring's
+// memory, a `Vec`'s on the heap, while the value moves: a `WriteBuf` goes back to its pool
+// only when dropped, which the op lifecycle does after the final CQE); this forwards to
+// them unchanged.
 unsafe impl IoBuf for Chunk {
     fn stable_ptr(&self) -> *const u8 {
         match &self.0 {
             ChunkInner::Ring(b) => b.stable_ptr(),
             ChunkInner::Own(v) => v.stable_ptr(),
+            ChunkInner::Write(v) => v.stable_ptr(),
         }
     }
 
@@ -72,6 +85,7 @@ impl fmt::Debug for Chunk {
         let kind = match &self.0 {
             ChunkInner::Ring(_) => "ring",
             ChunkInner::Own(_) => "own",
+            ChunkInner::Write(_) => "write",
         };
         f.debug_struct("Chunk")
             .field("len", &self.len())

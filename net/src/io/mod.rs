@@ -14,10 +14,12 @@
 //! - `ordered.rs`: the owned-buffer calls put in order with the read and write state: one
 //!   reader and one writer per direction, whatever mix of APIs is called.
 //! - `chunk.rs`: [`Chunk`], a received buffer handed out by `read_chunk`.
+//! - `pool.rs`: the per-core pool of small write-behind buffers (`poll_write`'s copies).
 
 mod chunk;
 pub(crate) mod ordered;
 mod owned;
+mod pool;
 mod read;
 mod recv_stream;
 mod ring_read;

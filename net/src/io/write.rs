@@ -32,6 +32,7 @@ use runtime::buf::IoBuf;
 use runtime::ext::io::StickyError;
 use runtime::ext::{Op, SharedFd};
 
+use super::pool::WriteBuf;
 use super::Chunk;
 use crate::ops::{self, Shutdown};
 
@@ -130,7 +131,7 @@ impl WriteState {
         }
         ready!(self.poll_drain(fd, cx))?;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        let mut buf = Vec::with_capacity(total.min(WRITE_CAP));
+        let mut buf = WriteBuf::with_capacity(total.min(WRITE_CAP));
         for b in bufs {
             let room = WRITE_CAP - buf.len();
             if room == 0 {
@@ -139,8 +140,9 @@ impl WriteState {
             buf.extend_from_slice(&b[..b.len().min(room)]);
         }
         let n = buf.len();
-        // A chunk of its own: what `write_chunk` sends, with the copy in place of a ring buffer.
-        self.start_send(fd, Chunk::from_vec(buf));
+        // A chunk of its own: what `write_chunk` sends, with the copy in place of a ring
+        // buffer; a small one goes back to the core's pool once sent.
+        self.start_send(fd, Chunk::from_write(buf));
         Poll::Ready(Ok(n))
     }
 
