@@ -2,7 +2,8 @@
 # Memory per idle connection, judged: `bench idle-conns` (10,000 echo connections, each
 # echoed 64 bytes once and then left idle) must show at most 1,100 bytes of server RSS per
 # connection on io_uring and 1,250 on the epoll backend (targets 1 KiB and 1.2 KiB, with
-# room for page granularity). Memory is not noisy the way time is: one round is enough.
+# room for page granularity), the median of three rounds (RSS moves by some 50 B per
+# connection from run to run with the heap's layout).
 # Usage: scripts/idle_check.sh [path to the bench binary] (default target/release/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ bench="${1:-target/release/bench}"
 
 check() {
   local backend="$1" limit="$2" json
-  json="$(RUNTIME_BACKEND="$backend" "$bench" idle-conns --runs 1 --quiet --json -)"
+  json="$(RUNTIME_BACKEND="$backend" "$bench" idle-conns --runs 3 --quiet --json -)"
   python3 - "$backend" "$limit" "$json" <<'PY'
 import json, sys
 backend, limit, doc = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3])

@@ -278,3 +278,96 @@ fn serve_with_async_sets_each_core_up_inside_the_runtime_before_it_serves() {
         );
     });
 }
+
+/// Byte `i` of an upload: position-dependent, so a byte out of place is seen.
+fn upload_byte(i: u64) -> u8 {
+    let x = i.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    (x ^ (x >> 29)) as u8
+}
+
+/// Request bodies of up to 8 MiB, sent in bursts by std clients on kept-alive connections,
+/// reach the service whole and in order: hyper reads them with large reads, which receive
+/// straight into its buffer (`ring_read/direct.rs`), after request heads read through the
+/// ring.
+#[test]
+fn large_request_bodies_arrive_whole_and_in_order() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    rt.block_on(async {
+        let server = Builder::new()
+            .serve_with("127.0.0.1:0", |_core| {
+                from_hyper(service_fn(
+                    |req: Request<hyper::body::Incoming>| async move {
+                        let mut body = req.into_body();
+                        let (mut len, mut wrong) = (0u64, 0u64);
+                        while let Some(frame) = body.frame().await {
+                            if let Ok(data) = frame.unwrap().into_data() {
+                                for b in data.iter() {
+                                    wrong += u64::from(*b != upload_byte(len));
+                                    len += 1;
+                                }
+                            }
+                        }
+                        let text = format!("{len} {wrong}");
+                        Ok::<_, Infallible>(Response::new(Body::new(Bytes::from(text))))
+                    },
+                ))
+            })
+            .unwrap();
+        let addr = server.local_addr();
+        let clients: Vec<_> = (0..8u64)
+            .map(|c| {
+                std::thread::spawn(move || {
+                    let mut s = std::net::TcpStream::connect(addr).unwrap();
+                    let mut r = BufReader::new(s.try_clone().unwrap());
+                    let mut x = c.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                    for _ in 0..4 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let len = x % (8 << 20);
+                        let body: Vec<u8> = (0..len).map(upload_byte).collect();
+                        write!(
+                            s,
+                            "POST /up HTTP/1.1\r\nhost: x\r\ncontent-length: {len}\r\n\r\n"
+                        )
+                        .unwrap();
+                        for part in body.chunks(1 + (x % (1 << 20)) as usize) {
+                            s.write_all(part).unwrap();
+                        }
+                        // The response: status line, headers to the blank line, the body.
+                        let mut line = String::new();
+                        r.read_line(&mut line).unwrap();
+                        assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+                        let mut content = 0;
+                        loop {
+                            line.clear();
+                            r.read_line(&mut line).unwrap();
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) =
+                                line.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                content = v.trim().parse().unwrap();
+                            }
+                        }
+                        let mut text = vec![0u8; content];
+                        r.read_exact(&mut text).unwrap();
+                        assert_eq!(String::from_utf8(text).unwrap(), format!("{len} 0"));
+                    }
+                })
+            })
+            .collect();
+        let done = runtime::spawn_blocking(move || {
+            for c in clients {
+                c.join().unwrap();
+            }
+        });
+        runtime::time::timeout(Duration::from_secs(120), done)
+            .await
+            .expect("uploads stalled")
+            .unwrap();
+        server.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}

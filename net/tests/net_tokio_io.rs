@@ -173,3 +173,44 @@ fn dropped_poll_write_loses_no_byte() {
         assert!(got == want, "the bytes arrived out of order or changed");
     });
 }
+
+/// tokio's `read` with large buffers (its `ReadBuf` is uninitialised memory the read
+/// receives straight into), mixed with small reads, against a writer sending 8 MiB in
+/// bursts: every byte in order, then the end of stream.
+#[test]
+fn large_tokio_reads_receive_every_byte_in_order() {
+    runtime::Runtime::new().unwrap().block_on(async {
+        let (mut client, mut server) = tcp_pair().await;
+        let total = 8u64 << 20;
+        let byte = |i: u64| (i.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 24) as u8;
+        let writer = runtime::spawn_local(async move {
+            let mut at = 0;
+            let mut size = 1u64;
+            while at < total {
+                size = (size * 7 + 13) % (3 << 20);
+                let n = size.min(total - at);
+                let bytes: Vec<u8> = (at..at + n).map(byte).collect();
+                AsyncWriteExt::write_all(&mut client, &bytes).await.unwrap();
+                at += n;
+            }
+            AsyncWriteExt::shutdown(&mut client).await.unwrap();
+        });
+        let mut at = 0u64;
+        let mut turn = 0usize;
+        loop {
+            turn += 1;
+            // Uninitialised spare capacity, as tokio's `read_buf` and hyper read into.
+            let mut buf = Vec::with_capacity(if turn % 3 == 0 { 1000 } else { 512 * 1024 });
+            let n = AsyncReadExt::read_buf(&mut server, &mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            for (j, b) in buf.iter().enumerate() {
+                assert_eq!(*b, byte(at + j as u64), "byte {}", at + j as u64);
+            }
+            at += n as u64;
+        }
+        assert_eq!(at, total);
+        writer.await.unwrap();
+    });
+}

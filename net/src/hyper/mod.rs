@@ -69,6 +69,7 @@ mod serve_dir;
 pub mod upgrade;
 
 pub use client::{Client, ClientBuilder};
+pub(crate) use rt::SocketIo;
 pub use rt::{HyperExecutor, HyperIo, HyperTimer};
 pub use serve::{from_hyper, serve, Builder, FromHyper, Server};
 #[cfg(feature = "serve-dir")]

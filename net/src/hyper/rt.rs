@@ -129,6 +129,86 @@ impl<T: AsyncBufRead + AsyncWrite + Unpin> Write for HyperIo<T> {
     }
 }
 
+/// hyper's I/O traits on a [`TcpStream`](crate::TcpStream) as `serve` runs them: a
+/// [`HyperIo`], but a read with room for at least `io::ring_read::DIRECT_MIN` bytes and nothing
+/// buffered receives straight into hyper's buffer (`ring_read/direct.rs`): a request
+/// body's bytes are copied once, by the kernel, as on tokio. (`HyperIo` itself is generic
+/// over any `AsyncBufRead`, which can only hand out what it has buffered.)
+#[derive(Debug)]
+pub(crate) struct SocketIo {
+    io: HyperIo<crate::TcpStream>,
+    /// hyper's last read was a large one: a flush does not read ahead (that would arm the
+    /// ring's receive, which a large read then stops again).
+    large: bool,
+}
+
+impl SocketIo {
+    /// Wraps `stream`.
+    pub(crate) fn new(stream: crate::TcpStream) -> SocketIo {
+        SocketIo {
+            io: HyperIo::new(stream),
+            large: false,
+        }
+    }
+}
+
+impl Read for SocketIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let io = &mut this.io;
+        this.large = buf.remaining() >= crate::io::DIRECT_MIN;
+        if !this.large || io.failed.is_some() {
+            return Pin::new(io).poll_read(cx, buf);
+        }
+        let stream = &mut io.inner;
+        // SAFETY: `poll_read_into` never writes an uninitialised byte into the slice.
+        let out = unsafe { buf.as_mut() };
+        let n = std::task::ready!(stream.read.poll_read_into(&stream.fd, cx, out))?;
+        // SAFETY: it wrote (initialised) the first `n` bytes.
+        unsafe { buf.advance(n) };
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Write for SocketIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.large {
+            // hyper flushes on each turn of its loop, also while it reads a body.
+            return Pin::new(&mut this.io.inner).poll_flush(cx);
+        }
+        Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
 /// hyper's executor on this runtime: each future hyper hands over (an HTTP/2 stream, a client
 /// connection's background task) becomes a task on the current core, with
 /// [`runtime::spawn_local`].

@@ -7,6 +7,9 @@
 //!   buffer of the socket's own; at most one op in flight, kept in the socket between polls.
 //! - `ring_read.rs`: that ring source, one multishot receive into a provided-buffer ring;
 //!   `recv_stream.rs` is the same receive on a ring of the caller's ([`RecvStream`]).
+//!   `ring_read/direct.rs`: a read of 16 KiB or more with nothing buffered stops that
+//!   receive and receives straight into the caller's memory (`recv(2)`, `POLL_ADD` to
+//!   wait), so a large body is copied once, by the kernel.
 //! - `write.rs`: the write direction behind `AsyncWrite` and `write_chunk`: write-behind, one
 //!   detached send at a time of a buffer held only while the send is in flight.
 //! - `owned.rs`: the owned-buffer ops (one op that owns its buffer and gives it back with the
@@ -30,6 +33,8 @@ pub(crate) use owned::{write, write_all, write_all_from, writev, writev_all};
 pub(crate) use read::ReadState;
 pub use recv_stream::RecvStream;
 pub(crate) use ring_read::RingRead;
+#[cfg(feature = "hyper")]
+pub(crate) use ring_read::DIRECT_MIN;
 pub(crate) use write::WriteState;
 
 use std::future::Future;

@@ -24,11 +24,13 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::io;
+use std::mem::MaybeUninit;
 use std::task::{ready, Context, Poll};
 
 use runtime::ext::io::{ReadAhead, ReadOp};
 use runtime::ext::{Op, SharedFd};
 
+use super::ring_read::DIRECT_MIN;
 use super::{Chunk, RingRead};
 use crate::ops::{self, Recv};
 
@@ -53,6 +55,18 @@ pub(super) trait Source {
     /// room left goes on copying them.
     fn has_buffered(&self) -> bool {
         false
+    }
+
+    /// A read of at least [`DIRECT_MIN`] bytes with nothing buffered: `Some(n)` bytes
+    /// received straight into `out` (0 at end of stream), or `None` when the bytes go
+    /// through `poll_fill_buf` as any read's do (the default; see `ring_read/direct.rs`).
+    fn poll_direct(
+        &mut self,
+        _fd: &SharedFd,
+        _cx: &mut Context<'_>,
+        _out: &mut [MaybeUninit<u8>],
+    ) -> Poll<io::Result<Option<usize>>> {
+        Poll::Ready(Ok(None))
     }
 
     /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
@@ -141,26 +155,55 @@ impl ReadState {
         source(self.source.get_mut(), fd).poll_chunk(fd, cx)
     }
 
-    /// Copies buffered bytes into `out`, receiving first if there are none.
+    /// Reads into `out` (possibly uninitialised; only the `n` bytes reported are written):
+    /// a read of at least [`DIRECT_MIN`] bytes with nothing buffered receives straight into
+    /// it (`ring_read/direct.rs`); any other copies buffered bytes, receiving first if there
+    /// are none.
+    pub(crate) fn poll_read_into(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut [MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let slot = self.source.get_mut();
+        if out.len() >= DIRECT_MIN {
+            if let Some(n) = ready!(source(slot, fd).poll_direct(fd, cx, out))? {
+                return Poll::Ready(Ok(n));
+            }
+        }
+        let mut filled = 0;
+        poll_copy(slot, fd, cx, |avail| {
+            let n = avail.len().min(out.len() - filled);
+            // SAFETY: `MaybeUninit<u8>` has `u8`'s layout; `n` bytes fit in both ranges.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    avail.as_ptr(),
+                    out[filled..].as_mut_ptr().cast::<u8>(),
+                    n,
+                );
+            }
+            filled += n;
+            n
+        })
+    }
+
+    /// Reads into `out` (see [`ReadState::poll_read_into`]).
     pub(crate) fn poll_read(
         &mut self,
         fd: &SharedFd,
         cx: &mut Context<'_>,
         out: &mut [u8],
     ) -> Poll<io::Result<usize>> {
-        if out.is_empty() {
-            return Poll::Ready(Ok(0));
-        }
-        let mut filled = 0;
-        poll_copy(self.source.get_mut(), fd, cx, |avail| {
-            let n = avail.len().min(out.len() - filled);
-            out[filled..filled + n].copy_from_slice(&avail[..n]);
-            filled += n;
-            n
-        })
+        // SAFETY: `MaybeUninit<u8>` has `u8`'s layout, and `poll_read_into` writes only
+        // initialised bytes (received or copied), so `out` stays initialised.
+        let out = unsafe { &mut *(out as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        self.poll_read_into(fd, cx, out)
     }
 
-    /// Copies buffered bytes into tokio's `ReadBuf`, receiving first if there are none.
+    /// Reads into tokio's `ReadBuf` (see [`ReadState::poll_read_into`]).
     #[cfg(feature = "tokio-io")]
     pub(crate) fn poll_read_buf(
         &mut self,
@@ -168,15 +211,13 @@ impl ReadState {
         cx: &mut Context<'_>,
         out: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if out.remaining() == 0 {
-            return Poll::Ready(Ok(()));
-        }
-        let copied = poll_copy(self.source.get_mut(), fd, cx, |avail| {
-            let n = avail.len().min(out.remaining());
-            out.put_slice(&avail[..n]);
-            n
-        });
-        copied.map_ok(|_| ())
+        // SAFETY: `poll_read_into` never writes an uninitialised byte into the slice.
+        let unfilled = unsafe { out.unfilled_mut() };
+        let n = ready!(self.poll_read_into(fd, cx, unfilled))?;
+        // SAFETY: it wrote (initialised) the first `n` bytes of the unfilled part.
+        unsafe { out.assume_init(n) };
+        out.advance(n);
+        Poll::Ready(Ok(()))
     }
 
     /// For a caller holding only `&self` (an owned-buffer read, see `io::ordered`): hands

@@ -24,11 +24,16 @@ use std::io;
 use std::task::{ready, Context, Poll};
 
 use runtime::buf::{BufRing, RingBuf};
-use runtime::ext::{BufRingExt, MultiOp, SharedFd};
+use runtime::ext::raw::PollAdd;
+use runtime::ext::{BufRingExt, Cqe, MultiOp, Op, SharedFd};
 
 use super::read::Source;
 use super::Chunk;
 use crate::ops::{self, RecvMulti};
+
+mod direct;
+
+pub(crate) use direct::DIRECT_MIN;
 
 /// Received chunks a connection may hold unread before its receive is paused.
 const BACKLOG: u16 = 4;
@@ -59,6 +64,11 @@ pub(crate) struct RingRead {
     /// past this.
     starved: Option<u64>,
     eof: bool,
+    /// A large read stopped the receive to read straight into its caller's memory
+    /// (`direct.rs`), and its final CQE is not in yet.
+    stopping: bool,
+    /// That read's wait for the socket to be readable (boxed: most sockets never have one).
+    ready: Option<Box<Op<PollAdd>>>,
 }
 
 impl RingRead {
@@ -81,7 +91,14 @@ impl RingRead {
             limited: false,
             starved: None,
             eof: false,
+            stopping: false,
+            ready: None,
         }
+    }
+
+    /// Whether bytes are in hand: the chunk being consumed, a bundle's rest.
+    fn has_bytes(&self) -> bool {
+        self.chunk.is_some() || !self.more.is_empty()
     }
 
     /// The ring read from.
@@ -101,6 +118,9 @@ impl RingRead {
             ready!(self.ring.poll_returned_since(seen, cx));
             self.starved = None;
         }
+        // Back on the ring's path: a large read's readiness wait is not needed.
+        self.ready = None;
+        self.stopping = false;
         if let Some(current) = self.core.then(runtime::buf::core_ring).flatten() {
             if current.bgid() != self.ring.bgid() {
                 self.ring = current;
@@ -138,47 +158,61 @@ impl RingRead {
                 Some(op) => op,
                 None => ready!(self.poll_arm(fd, cx)),
             };
-            let Some(mut cqe) = ready!(op.poll_next_cqe(cx)) else {
-                self.op = None;
-                continue;
-            };
-            if !cqe.more() {
-                self.op = None;
+            let cqe = ready!(op.poll_next_cqe(cx));
+            if let Some(done) = self.take_cqe(cqe) {
+                return Poll::Ready(done);
             }
-            match &cqe.result {
-                Ok(0) => {
-                    // End of stream (a buffer, if the kernel picked one, goes back).
-                    drop(self.ring.take(&mut cqe));
-                    self.op = None;
-                    return Poll::Ready(Ok(None));
-                }
-                Ok(_) => {
-                    // The first buffer is handed out; a bundle's rest wait in `more` (one
-                    // buffer, the common case, allocates no queue).
-                    let (mut first, more) = (None, &mut self.more);
-                    self.ring.take_each(&mut cqe, |b| match first {
-                        None => first = Some(b),
-                        Some(_) => more.push_back(b),
-                    });
-                    return Poll::Ready(match first {
-                        Some(buf) => Ok(Some(buf)),
-                        None => Err(io::Error::other(
-                            "multishot recv completed without a provided buffer",
-                        )),
-                    });
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => self.starve(),
-                // The backlog cancel (or a cancel at shutdown): re-arm, the reader wants more.
-                Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => {}
-                // A kernel that refuses the byte limit although `Features::recv_limit` said
-                // it takes one (a release number that misleads): arm without it from now on.
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.limited => {
-                    self.limit = false;
-                }
-                Err(_) => {
-                    let Err(e) = cqe.result else { unreachable!() };
-                    return Poll::Ready(Err(e));
-                }
+        }
+    }
+
+    /// What the receive's next CQE (`None`: the op is over) says: a buffer (a bundle's
+    /// rest goes to `more`), the end of the stream (`Ok(None)`), an error; or `None` when
+    /// it brings nothing to hand out (the op ended, was cancelled, found the ring empty).
+    fn take_cqe(&mut self, cqe: Option<Cqe>) -> Option<io::Result<Option<RingBuf>>> {
+        let Some(mut cqe) = cqe else {
+            self.op = None;
+            return None;
+        };
+        if !cqe.more() {
+            self.op = None;
+        }
+        match &cqe.result {
+            Ok(0) => {
+                // End of stream (a buffer, if the kernel picked one, goes back).
+                drop(self.ring.take(&mut cqe));
+                self.op = None;
+                Some(Ok(None))
+            }
+            Ok(_) => {
+                // The first buffer is handed out; a bundle's rest wait in `more` (one
+                // buffer, the common case, allocates no queue).
+                let (mut first, more) = (None, &mut self.more);
+                self.ring.take_each(&mut cqe, |b| match first {
+                    None => first = Some(b),
+                    Some(_) => more.push_back(b),
+                });
+                Some(match first {
+                    Some(buf) => Ok(Some(buf)),
+                    None => Err(io::Error::other(
+                        "multishot recv completed without a provided buffer",
+                    )),
+                })
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                self.starve();
+                None
+            }
+            // The backlog cancel (or a cancel at shutdown): re-arm, the reader wants more.
+            Err(e) if e.raw_os_error() == Some(libc::ECANCELED) => None,
+            // A kernel that refuses the byte limit although `Features::recv_limit` said
+            // it takes one (a release number that misleads): arm without it from now on.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.limited => {
+                self.limit = false;
+                None
+            }
+            Err(_) => {
+                let Err(e) = cqe.result else { unreachable!() };
+                Some(Err(e))
             }
         }
     }
@@ -231,6 +265,19 @@ impl Source for RingRead {
                 self.chunk = None;
             }
         }
+    }
+
+    fn has_buffered(&self) -> bool {
+        self.has_bytes()
+    }
+
+    fn poll_direct(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<Option<usize>>> {
+        self.poll_large(fd, cx, out)
     }
 
     fn poll_chunk(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>> {

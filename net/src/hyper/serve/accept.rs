@@ -14,7 +14,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 
 use super::{BoxError, Builder};
-use crate::hyper::{HyperExecutor, HyperIo, HyperTimer, UpgradableIo};
+use crate::hyper::{HyperExecutor, HyperTimer, SocketIo, UpgradableIo};
 use crate::tcp::conns::{accept_until, Tracker};
 use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
@@ -82,13 +82,13 @@ async fn serve_conn<S, B>(
         Box::pin(async move {
             // A failed or timed-out handshake drops the socket here.
             if let Ok(stream) = tls.accept(stream).await {
-                run_conn(&http, HyperIo::new(stream), service, &tracker).await;
+                run_conn(&http, crate::hyper::HyperIo::new(stream), service, &tracker).await;
             }
         })
         .await;
         return;
     }
-    run_conn(&http, HyperIo::new(stream), service, &tracker).await;
+    run_conn(&http, SocketIo::new(stream), service, &tracker).await;
 }
 
 /// Serves `io` with hyper's `auto` connection to its end, asking it to shut down gracefully
