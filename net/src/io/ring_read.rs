@@ -67,6 +67,9 @@ pub(crate) struct RingRead {
     /// A large read stopped the receive to read straight into its caller's memory
     /// (`direct.rs`), and its final CQE is not in yet.
     stopping: bool,
+    /// The last receive took at least `DIRECT_MIN` bytes: a large read reads straight
+    /// (`direct.rs`); after a small one, reads stay on the ring.
+    bulk: bool,
     /// That read's wait for the socket to be readable (boxed: most sockets never have one).
     ready: Option<Box<Op<PollAdd>>>,
 }
@@ -92,6 +95,7 @@ impl RingRead {
             starved: None,
             eof: false,
             stopping: false,
+            bulk: false,
             ready: None,
         }
     }
@@ -183,7 +187,9 @@ impl RingRead {
                 self.op = None;
                 Some(Ok(None))
             }
-            Ok(_) => {
+            Ok(n) => {
+                // Bytes flow in bulk: a large read may take the next ones straight.
+                self.bulk = *n as usize >= DIRECT_MIN;
                 // The first buffer is handed out; a bundle's rest wait in `more` (one
                 // buffer, the common case, allocates no queue).
                 let (mut first, more) = (None, &mut self.more);

@@ -9,10 +9,14 @@
 //! profile, the copy out of the ring was 12 to 27% of the server's CPU and the
 //! acknowledgements 37% (tokio: no copy, 17%).
 //!
-//! So a read of at least [`DIRECT_MIN`] bytes with nothing in hand receives the way tokio
-//! does: `recv(2)` with `MSG_DONTWAIT` straight into the caller's slice, and when the
+//! So while bytes flow in bulk (the last receive took at least [`DIRECT_MIN`] bytes), a
+//! read of at least that many with nothing in hand receives the way tokio does: `recv(2)` with `MSG_DONTWAIT` straight into the caller's slice, and when the
 //! socket is empty, a one-shot `POLL_ADD` for `POLLIN` (no memory lent to the kernel: the
 //! caller's slice is only borrowed for the call) and `recv(2)` again once it fires.
+//!
+//! A small receive ends the bulk flow: a request/response conversation read with large
+//! buffers stays on the ring, where a message costs no system call (a `recv(2)` that finds
+//! the socket empty and a `POLL_ADD` would be two more per message).
 //!
 //! # Order
 //! The multishot receive, if armed, is stopped first and every CQE it posted is read
@@ -48,7 +52,7 @@ impl RingRead {
         // A direct descriptor gets a regular fd installed for `recv(2)` (once, kept with the
         // file: a connection that reads large bodies reads many); where that is refused
         // (an older kernel, off the core) the read stays on the ring's path.
-        if self.eof || !self.core || fd.try_as_fd().is_err() {
+        if !self.bulk || self.eof || !self.core || fd.try_as_fd().is_err() {
             return Poll::Ready(Ok(None));
         }
         // Stop the multishot receive now, even with bytes in hand: while it stays armed it
@@ -94,6 +98,9 @@ impl RingRead {
             match recv_now(fd, out) {
                 Ok(n) => {
                     self.eof = n == 0;
+                    // A small receive: the flow is no longer bulk (a request/response
+                    // rhythm), and the next read goes back to the ring.
+                    self.bulk = n >= DIRECT_MIN;
                     return Poll::Ready(Ok(Some(n)));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
