@@ -79,7 +79,7 @@ mod tests {
         q.push_back((5, 0, Claim::Taken));
         assert_eq!(q.len(), 4);
         assert_eq!(results(&mut q), [2, 3, 4, 5]);
-        assert!(q.is_empty() && q.len() == 0);
+        assert_eq!((q.is_empty(), q.len()), (true, 0));
     }
 
     #[test]
