@@ -130,10 +130,10 @@ impl<T: AsyncBufRead + AsyncWrite + Unpin> Write for HyperIo<T> {
 }
 
 /// hyper's I/O traits on a [`TcpStream`](crate::TcpStream) as `serve` runs them: a
-/// [`HyperIo`], but a read with room for at least `io::ring_read::DIRECT_MIN` bytes and nothing
-/// buffered receives straight into hyper's buffer (`ring_read/direct.rs`): a request
-/// body's bytes are copied once, by the kernel, as on tokio. (`HyperIo` itself is generic
-/// over any `AsyncBufRead`, which can only hand out what it has buffered.)
+/// [`HyperIo`], but while a body flows in bulk, a read with room for 16 KiB or more and
+/// nothing buffered receives straight into hyper's buffer (`ring_read/direct.rs`): a
+/// request body's bytes are copied once, by the kernel, as on tokio. (`HyperIo` itself is
+/// generic over any `AsyncBufRead`, which can only hand out what it has buffered.)
 #[derive(Debug)]
 pub(crate) struct SocketIo {
     io: HyperIo<crate::TcpStream>,
