@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use ::hyper::rt::{Executor, Read, ReadBufCursor, Sleep, Timer, Write};
@@ -19,18 +19,12 @@ use futures::io::{AsyncBufRead, AsyncWrite};
 #[derive(Debug)]
 pub struct HyperIo<T> {
     inner: T,
-    /// An error the stream gave after a read had already copied bytes: the next read
-    /// returns it (see `poll_read`).
-    failed: Option<io::Error>,
 }
 
 impl<T> HyperIo<T> {
     /// Wraps `inner`.
     pub fn new(inner: T) -> HyperIo<T> {
-        HyperIo {
-            inner,
-            failed: None,
-        }
+        HyperIo { inner }
     }
 
     /// The wrapped stream.
@@ -59,34 +53,13 @@ impl<T: AsyncBufRead + Unpin> Read for HyperIo<T> {
         if room == 0 {
             return Poll::Ready(Ok(()));
         }
-        let this = self.get_mut();
-        if let Some(e) = this.failed.take() {
-            return Poll::Ready(Err(e));
-        }
-        let inner = &mut this.inner;
+        let inner = &mut self.get_mut().inner;
         // The bytes stay in the stream's buffer until `consume`: a poll dropped before it
-        // completes, or a short `buf`, loses nothing. While `buf` has room and the stream
-        // has more ready (a bundle's next buffers, the receive's next completion), those
-        // are copied too: a large body takes one read per bundle, not one per buffer.
-        let mut copied = false;
-        while buf.remaining() > 0 {
-            let avail = match Pin::new(&mut *inner).poll_fill_buf(cx) {
-                Poll::Ready(Ok(avail)) => avail,
-                Poll::Ready(Err(e)) if copied => {
-                    this.failed = Some(e);
-                    break;
-                }
-                Poll::Pending if copied => break,
-                other => return other.map_ok(|_| ()),
-            };
-            if avail.is_empty() {
-                break;
-            }
-            let n = avail.len().min(buf.remaining());
-            buf.put_slice(&avail[..n]);
-            Pin::new(&mut *inner).consume(n);
-            copied = true;
-        }
+        // completes, or a short `buf`, loses nothing.
+        let avail = ready!(Pin::new(&mut *inner).poll_fill_buf(cx))?;
+        let n = avail.len().min(room);
+        buf.put_slice(&avail[..n]);
+        Pin::new(inner).consume(n);
         Poll::Ready(Ok(()))
     }
 }
@@ -159,15 +132,13 @@ impl Read for SocketIo {
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let io = &mut this.io;
         this.large = buf.remaining() >= crate::io::DIRECT_MIN;
-        if !this.large || io.failed.is_some() {
-            return Pin::new(io).poll_read(cx, buf);
-        }
-        let stream = &mut io.inner;
+        let stream = &mut this.io.inner;
+        // Every read through the stream's read state: a small one copies what is in hand
+        // (a bundle's buffers together), a large one may receive straight into `buf`.
         // SAFETY: `poll_read_into` never writes an uninitialised byte into the slice.
         let out = unsafe { buf.as_mut() };
-        let n = std::task::ready!(stream.read.poll_read_into(&stream.fd, cx, out))?;
+        let n = ready!(stream.read.poll_read_into(&stream.fd, cx, out))?;
         // SAFETY: it wrote (initialised) the first `n` bytes.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
