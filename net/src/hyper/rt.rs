@@ -166,13 +166,19 @@ impl Write for SocketIo {
         self.io.is_write_vectored()
     }
 
+    /// Waits for nothing: the send in flight is left to run (its error comes with the next
+    /// write or the shutdown, see `io::write`); after a small read, the next request's
+    /// receive is armed if none is, as [`HyperIo`] does.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.large {
-            // hyper flushes on each turn of its loop, also while it reads a body.
-            return Pin::new(&mut this.io.inner).poll_flush(cx);
+        let stream = &mut this.io.inner;
+        // hyper flushes on each turn of its loop (three times per request when the handler
+        // waits), also while it reads a body: no read-ahead after a large read (see
+        // `large`), nor while the multishot receive is still armed or bytes are in hand.
+        if !this.large && stream.read.is_idle() {
+            let _ = Pin::new(&mut *stream).poll_fill_buf(cx);
         }
-        Pin::new(&mut this.io).poll_flush(cx)
+        stream.write.poll_flush_started(&stream.fd)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -7,6 +7,14 @@
 //! `poll_write`, `poll_flush` or `poll_close` first waits for that send and reports its
 //! error, if any. `write_chunk` does the same with a received chunk, without the copy.
 //!
+//! hyper's I/O in `serve` flushes without waiting ([`WriteState::poll_flush_started`]):
+//! hyper flushes every response and then reads the next request, and the wait cost a wake
+//! and a poll of the connection's task per request, for a send that completes in the same
+//! submission. The next write (or hyper's shutdown) waits for it and reports its error, as
+//! does the read that meets the connection's reset. The traits' `poll_flush` keeps waiting:
+//! a caller's `write_all` then `flush` gets a failed send's error there, as it gets it from
+//! the write on std and tokio.
+//!
 //! The send is detached ([`Op::detach`](runtime::ext::Op::detach)): it carries
 //! `MSG_WAITALL` (the kernel sends every byte itself, waiting for room), its completion
 //! wakes no task unless one waits for it, and the driver frees its bytes (a chunk goes back
@@ -94,7 +102,7 @@ impl WriteState {
     /// Waits until the send in flight (if any) is done, and reports its error, or an
     /// earlier send's (sticky: see the module documentation).
     fn poll_drain(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        drain(self.ops.get_mut().as_deref_mut(), fd, cx)
+        drain(self.ops.get_mut().as_deref_mut(), fd, Some(cx))
     }
 
     /// [`poll_flush`](WriteState::poll_flush) for a caller holding only `&self` (an
@@ -104,7 +112,7 @@ impl WriteState {
         fd: &SharedFd,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        drain(self.ops.borrow_mut().as_deref_mut(), fd, cx)
+        drain(self.ops.borrow_mut().as_deref_mut(), fd, Some(cx))
     }
 
     /// Accepts up to 64 KiB of `data` and starts sending it.
@@ -200,6 +208,12 @@ impl WriteState {
         self.poll_drain(fd, cx)
     }
 
+    /// Reports the send's error if its CQE has come (or an earlier send's), and is
+    /// otherwise ready at once, the send left in flight (see the module documentation).
+    pub(crate) fn poll_flush_started(&mut self, fd: &SharedFd) -> Poll<io::Result<()>> {
+        drain(self.ops.get_mut().as_deref_mut(), fd, None)
+    }
+
     /// Flushes, then shuts down the write direction (the peer reads end of stream), once.
     pub(crate) fn poll_close(
         &mut self,
@@ -239,11 +253,12 @@ impl std::fmt::Debug for WriteState {
 }
 
 /// Waits until the send in flight (if any) is done, and reports its error, or an earlier
-/// send's (sticky: see the module documentation).
+/// send's (sticky: see the module documentation). Without `cx`, does not wait: a send
+/// still in flight is left to a later call.
 fn drain(
     pending: Option<&mut Pending>,
     fd: &SharedFd,
-    cx: &mut Context<'_>,
+    cx: Option<&mut Context<'_>>,
 ) -> Poll<io::Result<()>> {
     let Some(pending) = pending else {
         return Poll::Ready(Ok(()));
@@ -255,6 +270,9 @@ fn drain(
         return Poll::Ready(Ok(()));
     }
     let Some(outcome) = pending.status.result.take() else {
+        let Some(cx) = cx else {
+            return Poll::Ready(Ok(()));
+        };
         pending.status.waker.set(Some(cx.waker().clone()));
         return Poll::Pending;
     };
