@@ -8,7 +8,9 @@
 # (utime+stime of /proc/PID/stat over the measured 6 s, after 2 s of warm-up).
 # With PERF=1, one more round each runs under `perf record -C 0 -g` (3 s in the middle),
 # written to target/db-profile.{tfb,tfb-tokio}.data (`perf report -i ... --comm tfb`).
-# Usage: [ROUNDS=4] [PERF=1] scripts/db_profile.sh [PATH]   (PATH: /db by default, or
+# With BASE=FILE (an earlier build of tfb), that binary runs too, as `tfb-base`, in every
+# round: a change measured against the build before it and against tokio in one run.
+# Usage: [ROUNDS=4] [PERF=1] [BASE=FILE] scripts/db_profile.sh [PATH]   (PATH: /db by default, or
 #        "/queries?queries=20", "/updates?queries=20", /fortunes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,8 @@ cargo build --release -p tfb --bin tfb
 cargo build --release -p tfb --features tokio-peer --bin tfb-tokio
 WORK="$(mktemp -d)"
 cp target/release/tfb target/release/tfb-tokio "$WORK/"
+BASE=${BASE:-}
+[ -z "$BASE" ] || cp "$BASE" "$WORK/tfb-base"
 trap 'pg_cleanup; rm -rf "$WORK"' EXIT
 chmod 755 "$WORK"
 mkdir "$WORK/pg"
@@ -59,6 +63,7 @@ run() {
 
 for _ in $(seq "$ROUNDS"); do
     run tfb ""
+    [ -z "$BASE" ] || run tfb-base ""
     run tfb-tokio ""
 done
 if [ "$PERF" = 1 ]; then
