@@ -291,8 +291,33 @@ fn upload_byte(i: u64) -> u8 {
 /// ring.
 #[test]
 fn large_request_bodies_arrive_whole_and_in_order() {
+    uploads(
+        runtime::Builder::new().cores(2).build().unwrap(),
+        8,
+        8 << 20,
+    );
+}
+
+#[test]
+fn uploads_through_an_empty_ring_lose_nothing() {
+    // 64 uploads at once into 16 buffers of 4 KiB: the receives find the ring empty
+    // (ENOBUFS) over and over, before and between the bodies' large reads.
+    let rt = runtime::Builder::new()
+        .recv_buffers(16, 4096)
+        .build()
+        .unwrap();
+    let starved = uploads(rt, 64, 2 << 20);
+    if let Some(n) = starved {
+        assert!(n > 0, "16 buffers never ran dry under 64 uploads");
+        println!("the ring ran dry {n} times");
+    }
+}
+
+/// `clients` std clients each upload 4 bodies of random lengths below `max` (written in
+/// random pieces) to `serve` on `rt`, which checks every byte and answers with the length;
+/// how many times the core's ring ran dry, where the read path has one.
+fn uploads(rt: runtime::Runtime, clients: u64, max: u64) -> Option<u64> {
     use std::io::{BufRead, BufReader, Read, Write};
-    let rt = runtime::Builder::new().cores(2).build().unwrap();
     rt.block_on(async {
         let server = Builder::new()
             .serve_with("127.0.0.1:0", |_core| {
@@ -315,7 +340,7 @@ fn large_request_bodies_arrive_whole_and_in_order() {
             })
             .unwrap();
         let addr = server.local_addr();
-        let clients: Vec<_> = (0..8u64)
+        let clients: Vec<_> = (0..clients)
             .map(|c| {
                 std::thread::spawn(move || {
                     let mut s = std::net::TcpStream::connect(addr).unwrap();
@@ -325,7 +350,7 @@ fn large_request_bodies_arrive_whole_and_in_order() {
                         x ^= x << 13;
                         x ^= x >> 7;
                         x ^= x << 17;
-                        let len = x % (8 << 20);
+                        let len = x % max;
                         let body: Vec<u8> = (0..len).map(upload_byte).collect();
                         write!(
                             s,
@@ -369,5 +394,6 @@ fn large_request_bodies_arrive_whole_and_in_order() {
             .expect("uploads stalled")
             .unwrap();
         server.shutdown(Duration::from_secs(1)).await.unwrap();
-    });
+        runtime::buf::core_ring().map(|r| r.times_starved())
+    })
 }
