@@ -20,8 +20,10 @@
 //! `io::write`): each direction keeps its own buffer and at most one op in flight in the
 //! socket between polls, so a poll that hyper drops loses nothing. Reads copy out of the
 //! stream's receive buffer ([`AsyncBufRead`](futures::io::AsyncBufRead)) straight into
-//! hyper's buffer; writes are write-behind (copied, sent, reported written), and hyper's
-//! `poll_flush` waits for the send.
+//! hyper's buffer; writes are write-behind (copied, sent, reported written). hyper's
+//! `poll_flush` waits for the send on a client connection; under [`serve`] it does not (the
+//! next write or the shutdown does, and reports the send's error), which saves a wake of the
+//! connection's task per response.
 //!
 //! Everything here is single-core: a connection, its hyper state and its tasks stay on the
 //! core that accepted (or opened) it, so no `Send` is needed of them, HTTP/2 included.
