@@ -4,7 +4,11 @@
 //! - spawn + join of a `Send` child from a task, latency per spawn+join (p50, p99);
 //! - an `mpsc(1)` ping-pong between two tasks both placed by `spawn`, ns per round trip;
 //! - wake then compute: a task wakes a task parked on the other core, then computes for
-//!   100 us; how long after the wake the woken task runs (p50, p99).
+//!   100 us; how long after the wake the woken task runs (p50, p99);
+//! - the runtime's pinned pair: `spawn_on(0)` and `spawn_on(1)` ping-ponging over two tokio
+//!   `sync::mpsc(1)` channels, against the futex floor measured in the same rounds (two
+//!   pinned std threads bouncing a counter with `park`/`unpark`: a futex wait and wake per
+//!   message, what a hop costs when the other side sleeps).
 //!
 //! Rounds alternate the runtimes (A B A B); each figure is the median over rounds.
 
@@ -29,8 +33,10 @@ pub fn run(opts: &Opts) -> io::Result<()> {
     let spawns = 20_000 / scale;
     let trips = 20_000 / scale;
     let wakes = 2_000 / scale;
-    let mut rows: [Vec<[f64; 2]>; 6] = Default::default();
+    let mut rows: [Vec<[f64; 2]>; 8] = Default::default();
     for _ in 0..rounds {
+        rows[6].push([rt.block_on(pinned_pair(trips))?, 0.0]);
+        rows[7].push([futex_floor(b, trips as u64)?, 0.0]);
         rows[0].push(quantiles(rt.block_on(on_runtime::spawn_join(spawns))?));
         rows[1].push(quantiles(tokio_rt.block_on(on_tokio::spawn_join(spawns))?));
         rows[2].push([rt.block_on(on_runtime::pingpong(trips))?, 0.0]);
@@ -84,11 +90,90 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         "-",
         1.0
     );
-    println!("  ping-pong: mean us per round trip (no p99); vs tokio: this row's p50 over tokio's (<1: faster)");
     println!(
-        "  target: spawn+join p50 <= 1.5x tokio's; the ping-pong and the wake latency reported"
+        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
+        format!("spawn_on(0)/spawn_on(1) pair, tokio mpsc(1): runtime"),
+        med(6, 0) / 1e3,
+        "-",
+        med(6, 0) / med(7, 0)
+    );
+    println!(
+        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
+        "futex floor: std threads, park/unpark",
+        med(7, 0) / 1e3,
+        "-",
+        1.0
+    );
+    println!("  ping-pong: mean us per round trip (no p99); vs tokio: this row's p50 over tokio's (<1: faster); the pair and the floor: vs the floor");
+    println!(
+        "  target: spawn+join p50 <= 1.5x tokio's; the spawn_on pair <= 0.25x the futex floor; the rest reported"
     );
     Ok(())
+}
+
+/// Mean ns per round trip of `spawn_on(0)` and `spawn_on(1)` tasks ping-ponging over two
+/// tokio `sync::mpsc(1)` channels (which need no tokio runtime).
+async fn pinned_pair(n: usize) -> io::Result<f64> {
+    let ((to_b, mut from_a), (to_a, mut from_b)) =
+        (tokio::sync::mpsc::channel(1), tokio::sync::mpsc::channel(1));
+    let pong = runtime::spawn_on(1, async move {
+        pong!(v = from_a.recv().await, to_a.send(v + 1).await)
+    });
+    let ping = runtime::spawn_on(0, async move {
+        // One untimed round trip: the ponger is running on core 1 before the clock starts.
+        to_b.send(0).await.map_err(io::Error::other)?;
+        from_b.recv().await;
+        let start = Instant::now();
+        ping!(i in 1..=n, to_b.send(i).await, from_b.recv().await);
+        Ok::<_, io::Error>(start.elapsed())
+    });
+    let elapsed = ping.await.map_err(lost)??;
+    pong.await.map_err(lost)?;
+    Ok(elapsed.as_nanos() as f64 / n as f64)
+}
+
+/// Mean ns per round trip of this thread and one pinned to `cpu` bouncing a counter with
+/// `thread::park`/`unpark` (futex wait and wake, no spinning): the cost of a hop to a
+/// sleeping thread.
+fn futex_floor(cpu: usize, n: u64) -> io::Result<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let ball = Arc::new(AtomicU64::new(0));
+    let me = std::thread::current();
+    let theirs = ball.clone();
+    // Waits (parked) until the ball reads `v`.
+    fn wait(ball: &AtomicU64, v: u64) {
+        while ball.load(Ordering::Acquire) != v {
+            std::thread::park();
+        }
+    }
+    let ponger = std::thread::Builder::new()
+        .name("futex-floor".to_string())
+        .spawn(move || {
+            sysutil::pin_to(cpu)?;
+            for i in 0..=n {
+                wait(&theirs, 2 * i + 1);
+                theirs.store(2 * i + 2, Ordering::Release);
+                me.unpark();
+            }
+            Ok::<_, io::Error>(())
+        })?;
+    let hit = |i: u64| {
+        ball.store(2 * i + 1, Ordering::Release);
+        ponger.thread().unpark();
+        wait(&ball, 2 * i + 2);
+    };
+    // One untimed round trip: the ponger is up before the clock starts.
+    hit(0);
+    let start = Instant::now();
+    for i in 1..=n {
+        hit(i);
+    }
+    let elapsed = start.elapsed();
+    ponger
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the futex ponger panicked")))?;
+    Ok(elapsed.as_nanos() as f64 / n as f64)
 }
 
 /// p50 and p99 of `ns`, in ns.
@@ -199,3 +284,18 @@ shapes!(
     tokio::sync::mpsc::channel,
     recv
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_pair_and_the_futex_floor_count_round_trips() {
+        // `ping!` checks every answer: a lost or wrong one is an error, a lost wake a hang.
+        let [_, b] = two_cpus();
+        let (keep, rt) = runtime_on(two_cpus()).expect("runtime");
+        assert!(rt.block_on(pinned_pair(200)).expect("pinned pair") > 0.0);
+        drop((rt, keep));
+        assert!(futex_floor(b, 200).expect("futex floor") > 0.0);
+    }
+}

@@ -95,6 +95,9 @@ pub(crate) struct Core {
     balances: bool,
     owned: RefCell<Slab<RawTask>>,
     spare_wakers: RefCell<Vec<Waker>>,
+    /// The last turn of the loop took tasks woken from another thread: this turn ran them,
+    /// and their answer's answer is likely close behind (see [`SPIN_AFTER_REMOTE_WAKE`]).
+    remote_last: Cell<bool>,
     /// The ids this core gives the tasks it spawns (a block taken from the process-wide
     /// counter now and then, so a spawn touches no shared atomic).
     task_ids: IdBlock,
@@ -201,6 +204,7 @@ impl Core {
             balances,
             owned: RefCell::new(Slab::with_capacity(256)),
             spare_wakers: RefCell::new(Vec::new()),
+            remote_last: Cell::new(false),
             task_ids: IdBlock::new(),
         })
     }
@@ -296,10 +300,14 @@ impl Core {
         // 2. Submit; wait in the kernel only when nothing is ready. A core with nothing to
         // run takes stealable tasks from another core first, and registers as idle (then
         // looks once more) before it waits.
+        // Watch for the next remote wake before sleeping when this turn took one (the main
+        // future, polled before the turn, has answered it already) or the last one did (the
+        // tasks it took ran in this turn's `run_tasks` and may have answered).
+        let conversing = self.remote_last.replace(remote) || remote;
         let balances = self.balances;
         let mut ready = self.ready(main_woken)
             || (balances && self.steal())
-            || (remote && self.spin_for_wake(main_woken));
+            || (conversing && self.spin_for_wake(main_woken));
         let idle = balances && !ready;
         if idle {
             ready = !self.go_idle() || self.ready(main_woken);
