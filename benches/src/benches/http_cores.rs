@@ -8,7 +8,12 @@
 //! server gets one 1 s warm-up `wrk` run, then `--runs` alternating rounds (A B A B) of `wrk -t1 -c64 -dS --latency`.
 //! The server's CPU time (getrusage `RUSAGE_SELF`, which it reports on request) is read before and after each run,
 //! and divided by wrk's request count. Without wrk on `PATH` the benchmark says so and is skipped.
+//!
+//! The rounds run under the conditions asked for, a table each (`http_cores/condition.rs`):
+//! the co-located client (always), a CPU hog on the first server CPU (`--hog`), a quota of
+//! one CPU per server through the cgroup `cpu` controller (`--quota`).
 
+mod condition;
 mod server;
 
 use std::io;
@@ -17,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use clap::Args;
+
+use self::condition::Condition;
 pub use self::server::{server_main, ServerArgs};
 use self::server::{Kind, CORES};
 use crate::harness::child::{this_exe, ChildProc, EXIT_TIMEOUT};
@@ -108,8 +116,21 @@ impl Placement {
     }
 }
 
-/// Runs the benchmark and prints its table.
-pub fn run(opts: &Opts) -> io::Result<()> {
+/// `bench http-cores`'s own options: the conditions beside the co-located client.
+#[derive(Args, Clone, Copy, Debug, Default, PartialEq)]
+pub struct HttpCoresArgs {
+    /// also run every round with a thread spinning on the first server CPU
+    #[arg(long)]
+    pub hog: bool,
+    /// also run every round with each server limited to one CPU's worth of
+    /// time by the cgroup cpu controller (v2 cpu.max, else v1 cpu.cfs_quota_us;
+    /// skipped where neither is writable)
+    #[arg(long, verbatim_doc_comment)]
+    pub quota: bool,
+}
+
+/// Runs the benchmark and prints a table per condition.
+pub fn run(opts: &Opts, args: HttpCoresArgs) -> io::Result<()> {
     let Some(wrk) = find_wrk() else {
         println!("http-cores: skipped: wrk is not on PATH (apt-get install wrk)");
         return Ok(());
@@ -122,6 +143,35 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         .iter()
         .map(|&(name, kind)| ServerProc::start(name, kind, place))
         .collect::<io::Result<Vec<_>>>()?;
+    let pids: Vec<u32> = servers.iter().map(|s| s.child.pid()).collect();
+    let conditions = Condition::chosen(args.hog, args.quota);
+    let mut tables = Vec::new();
+    for condition in conditions {
+        let Some(applied) = condition.apply(place.server[0], &pids)? else {
+            continue;
+        };
+        let samples = measure_all(&mut servers, &wrk, rounds, secs, place)?;
+        drop(applied);
+        tables.push((condition, samples));
+    }
+    for server in servers {
+        server.stop()?;
+    }
+    for (condition, samples) in tables {
+        print_table(condition, &samples, rounds, secs, place);
+    }
+    Ok(())
+}
+
+/// Every route's warm-up and `rounds` alternating rounds on every server: the samples per
+/// route, per server.
+fn measure_all(
+    servers: &mut [ServerProc],
+    wrk: &Path,
+    rounds: usize,
+    secs: u64,
+    place: Placement,
+) -> io::Result<Vec<Vec<Vec<Sample>>>> {
     let mut samples = vec![vec![Vec::new(); SERVERS.len()]; ROUTES.len()];
     let progress = Measuring::new((ROUTES.len() * SERVERS.len() * (rounds + 1)) as u64);
     let mut done = 0;
@@ -136,7 +186,7 @@ pub fn run(opts: &Opts) -> io::Result<()> {
                 progress.run(done, server.name, &what);
                 done += 1;
                 let sample = server
-                    .measure(&wrk, route, if round == 0 { 1 } else { secs }, place.client)
+                    .measure(wrk, route, if round == 0 { 1 } else { secs }, place.client)
                     .map_err(|e| {
                         io::Error::new(e.kind(), format!("{} {route}: {e}", server.name))
                     })?;
@@ -147,15 +197,23 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         }
     }
     drop(progress);
-    for server in servers {
-        server.stop()?;
-    }
+    Ok(samples)
+}
 
+/// Prints one condition's table, its notes and its `--json` record.
+fn print_table(
+    condition: Condition,
+    samples: &[Vec<Vec<Sample>>],
+    rounds: usize,
+    secs: u64,
+    place: Placement,
+) {
     let title = format!(
-        "http-cores: axum HTTP/1.1 on {CORES} cores, `wrk -t1 -c{CONNS} -d{secs}s --latency`, {rounds} round(s); \
-         target: {TARGET}"
+        "http-cores, {}: axum HTTP/1.1 on {CORES} cores, `wrk -t1 -c{CONNS} -d{secs}s --latency`, {rounds} round(s); \
+         target: {TARGET}",
+        condition.title(place.server[0])
     );
-    let (grid, rows, verdicts) = table(&samples);
+    let (grid, rows, verdicts) = table(samples, condition.suffix());
     print!("{title}\n{}", render_grid(&grid, 2));
     let notes = [
         format!("{}; each server a child process of its own, both started once", place.describe()),
@@ -182,11 +240,11 @@ pub fn run(opts: &Opts) -> io::Result<()> {
         "{}",
         record(Record::new(&title, "req/s", format_rate, rows))
     );
-    Ok(())
 }
 
-/// The printed grid (its first row the header), the `--json` rows and a verdict per handler on the runtime's row.
-fn table(samples: &[Vec<Vec<Sample>>]) -> (Vec<Vec<String>>, Vec<Row>, Vec<String>) {
+/// The printed grid (its first row the header), the `--json` rows (their names ending in
+/// `suffix`) and a verdict per handler on the runtime's row.
+fn table(samples: &[Vec<Vec<Sample>>], suffix: &str) -> (Vec<Vec<String>>, Vec<Row>, Vec<String>) {
     let mut grid = vec![header(&[
         "handler / server",
         "req/s median",
@@ -230,7 +288,7 @@ fn table(samples: &[Vec<Vec<Sample>>]) -> (Vec<Vec<String>>, Vec<Row>, Vec<Strin
                 ("p99_vs_tokio", p99_vs),
             ];
             rows.push(Row {
-                name: format!("{name} {route}"),
+                name: format!("{name} {route}{suffix}"),
                 median: rps.median,
                 min: rps.min,
                 max: rps.max,

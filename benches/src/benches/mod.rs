@@ -80,7 +80,7 @@ pub static ENTRIES: &[Entry] = &[
     bench!(idle_conns, "idle-conns" => "N idle connections: server RSS per connection and idle CPU, runtime vs tokio vs raw", args idle_conns::IdleConnsArgs),
     bench!(read, "read" => "4 KiB random reads at depth 32 from a file: runtime vs fio vs tokio::fs"),
     bench!(sync, "sync" => "channels: runtime::sync vs sync::local vs futures on one core; across cores vs tokio"),
-    bench!(http_cores, "http-cores" => "axum HTTP/1.1 on 2 cores under wrk, four handlers: runtime cores(2) vs tokio multi-thread"),
+    bench!(http_cores, "http-cores" => "axum HTTP/1.1 on 2 cores under wrk, four handlers: runtime cores(2) vs tokio multi-thread", args http_cores::HttpCoresArgs),
     child!(idle_conns::server_main, idle_conns::ServerArgs, "idle-server" => "(internal) idle-conns's server process: one echo server until stdin closes"),
     child!(idle_conns::client_main, idle_conns::ClientArgs, "idle-client" => "(internal) idle-conns's client process: N connections, echoed once, then idle"),
     child!(http_cores::server_main, http_cores::ServerArgs, "http-server" => "(internal) http-cores's server process: the axum app on two cores until stdin closes"),
@@ -123,6 +123,9 @@ mod tests {
         let want: Vec<_> = every.into_iter().filter(|n| *n != "features").collect();
         assert_eq!(names(&all), want);
         assert_eq!(all.opts.runs, Some(2));
+        let hog = parse("http-cores --hog --quota --quick").unwrap();
+        assert_eq!(names(&hog), ["http-cores"]);
+        assert!(parse("nop --hog").is_err(), "--hog is http-cores' own");
         for child in [
             "idle-server --kind raw",
             "http-server --kind tokio --cpus 0,1",
