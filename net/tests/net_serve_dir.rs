@@ -16,6 +16,7 @@
 //! - `out_of_descriptors_waits_then_503`: `EMFILE` under load waits for a descriptor, then
 //!   503.
 
+mod common;
 mod serve_dir;
 
 use std::sync::{Mutex, MutexGuard};
@@ -28,6 +29,8 @@ use http_body_util::{BodyExt, Empty};
 use runtime::ext::testing::open_fds;
 use tower::ServiceExt;
 
+use common::backend::on_each_backend;
+
 use serve_dir::reference::{self, Setup};
 use serve_dir::table::{self, Seen, Spec};
 use serve_dir::tree::{Rng, Tree, LAST_MODIFIED};
@@ -37,18 +40,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `f` on a runtime of the default backend (`RUNTIME_BACKEND` decides), then on one of
-/// the epoll backend where it can be built; one at a time (one runtime per thread).
-fn on_each_backend(mut f: impl FnMut(&runtime::Runtime)) {
-    f(&runtime::Runtime::new().unwrap());
-    let epoll = runtime::Builder::new()
-        .backend(runtime::Backend::Epoll)
-        .build();
-    if runtime::ext::testing::require("the epoll backend", epoll.is_ok()) {
-        f(&epoll.unwrap());
-    }
 }
 
 /// Our answers to `specs`, called directly.

@@ -13,6 +13,8 @@
 //!   the cut, then the end of the connection: no hang, no wrong byte, and the server goes
 //!   on answering.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -23,6 +25,8 @@ use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use runtime::ext::testing::open_fds;
 use tower::ServiceExt;
+
+use common::backend::on_each_backend;
 
 /// Every test counts the process's fds: one test at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -62,6 +66,12 @@ impl Dir {
         self.0.join("big.bin")
     }
 
+    /// Truncates the file to `len` bytes, as another process would while it is served.
+    fn cut(&self, len: usize) {
+        let file = std::fs::OpenOptions::new().write(true).open(self.file());
+        file.unwrap().set_len(len as u64).unwrap();
+    }
+
     fn reset(&self) {
         std::fs::write(self.file(), contents(self.1)).unwrap();
     }
@@ -70,17 +80,6 @@ impl Dir {
 impl Drop for Dir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Runs `f` on a runtime of the default backend, then on the epoll backend.
-fn on_each_backend(mut f: impl FnMut(&runtime::Runtime)) {
-    f(&runtime::Runtime::new().unwrap());
-    let epoll = runtime::Builder::new()
-        .backend(runtime::Backend::Epoll)
-        .build();
-    if runtime::ext::testing::require("the epoll backend", epoll.is_ok()) {
-        f(&epoll.unwrap());
     }
 }
 
@@ -117,12 +116,7 @@ fn a_file_truncated_mid_body_ends_it_with_an_error() {
                 // cut after it, so the cut meets a later read.
                 let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
                 assert_eq!(first.len(), CHUNK);
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(dir.file())
-                    .unwrap()
-                    .set_len(cut as u64)
-                    .unwrap();
+                dir.cut(cut);
                 let mut got = first.to_vec();
                 let err = loop {
                     match body.frame().await {
@@ -231,12 +225,7 @@ fn a_truncated_file_over_a_socket_closes_the_connection() {
             assert!(n > 0);
             got.extend_from_slice(&tmp[..n]);
         }
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.file())
-            .unwrap()
-            .set_len(cut as u64)
-            .unwrap();
+        dir.cut(cut);
         loop {
             match s.read(&mut tmp) {
                 Ok(0) => break,

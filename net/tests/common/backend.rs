@@ -5,3 +5,15 @@
 pub fn on_epoll() -> bool {
     runtime::features().expect("inside a runtime").backend == runtime::Backend::Epoll
 }
+
+/// Runs `f` on a runtime of the default backend (`RUNTIME_BACKEND` decides), then on one of
+/// the epoll backend where it can be built; one at a time (one runtime per thread).
+pub fn on_each_backend(mut f: impl FnMut(&runtime::Runtime)) {
+    f(&runtime::Runtime::new().unwrap());
+    let epoll = runtime::Builder::new()
+        .backend(runtime::Backend::Epoll)
+        .build();
+    if runtime::ext::testing::require("the epoll backend", epoll.is_ok()) {
+        f(&epoll.unwrap());
+    }
+}
