@@ -210,6 +210,7 @@ impl WriteState {
 
     /// Reports the send's error if its CQE has come (or an earlier send's), and is
     /// otherwise ready at once, the send left in flight (see the module documentation).
+    #[cfg(feature = "hyper")]
     pub(crate) fn poll_flush_started(&mut self, fd: &SharedFd) -> Poll<io::Result<()>> {
         drain(self.ops.get_mut().as_deref_mut(), fd, None)
     }
