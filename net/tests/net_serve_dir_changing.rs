@@ -165,6 +165,17 @@ fn a_file_grown_mid_body_gives_the_length_it_had() {
     });
 }
 
+/// `GET /big.bin` over a new connection to `addr` (with `headers`, each ending in CRLF):
+/// the connection, the response's `Content-Length` and the body bytes read with the head.
+fn get_over(addr: std::net::SocketAddr, headers: &str) -> (std::net::TcpStream, usize, Vec<u8>) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!("GET /big.bin HTTP/1.1\r\nhost: x\r\n{headers}\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let (len, got) = read_head(&mut s);
+    (s, len, got)
+}
+
 /// Reads an HTTP/1.1 response head from `s`; the `Content-Length` it gives, and the body
 /// bytes read with it.
 fn read_head(s: &mut std::net::TcpStream) -> (usize, Vec<u8>) {
@@ -211,11 +222,7 @@ fn a_truncated_file_over_a_socket_closes_the_connection() {
     let addr = addr_rx.recv().unwrap();
     for round in 0..3 {
         dir.reset();
-        let mut s = std::net::TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"GET /big.bin HTTP/1.1\r\nhost: x\r\n\r\n")
-            .unwrap();
-        let (len, mut got) = read_head(&mut s);
+        let (mut s, len, mut got) = get_over(addr, "");
         assert_eq!(len, big);
         // Read a little of the body (the server is at most a few chunks and the socket's
         // buffers ahead), then cut the file short.
@@ -249,11 +256,7 @@ fn a_truncated_file_over_a_socket_closes_the_connection() {
     }
     // The server still answers.
     dir.reset();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /big.bin HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        .unwrap();
-    let (len, mut got) = read_head(&mut s);
+    let (mut s, len, mut got) = get_over(addr, "connection: close\r\n");
     s.read_to_end(&mut got).unwrap();
     assert_eq!((len, got.len()), (big, big));
     assert!(got == contents(big));

@@ -76,34 +76,30 @@ pub fn run(opts: &Opts) -> io::Result<()> {
             );
         }
     }
-    println!(
-        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
-        format!("mpsc(1) ping-pong, spawned pair ({trips}/round): runtime"),
-        med(2, 0) / 1e3,
-        "-",
-        med(2, 0) / med(3, 0)
-    );
-    println!(
-        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
-        "mpsc(1) ping-pong: tokio",
-        med(3, 0) / 1e3,
-        "-",
-        1.0
-    );
-    println!(
-        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
-        format!("spawn_on(0)/spawn_on(1) pair, tokio mpsc(1): runtime"),
-        med(6, 0) / 1e3,
-        "-",
-        med(6, 0) / med(7, 0)
-    );
-    println!(
-        "  {:<46} {:>10.2} {:>10} {:>10.2}x",
-        "futex floor: std threads, park/unpark",
-        med(7, 0) / 1e3,
-        "-",
-        1.0
-    );
+    // The mean rows: name, row, and the row it is compared with.
+    let means = [
+        (
+            format!("mpsc(1) ping-pong, spawned pair ({trips}/round): runtime"),
+            2,
+            3,
+        ),
+        ("mpsc(1) ping-pong: tokio".to_string(), 3, 3),
+        (
+            "spawn_on(0)/spawn_on(1) pair, tokio mpsc(1): runtime".to_string(),
+            6,
+            7,
+        ),
+        ("futex floor: std threads, park/unpark".to_string(), 7, 7),
+    ];
+    for (name, i, against) in means {
+        println!(
+            "  {:<46} {:>10.2} {:>10} {:>10.2}x",
+            name,
+            med(i, 0) / 1e3,
+            "-",
+            med(i, 0) / med(against, 0)
+        );
+    }
     println!("  ping-pong: mean us per round trip (no p99); vs tokio: this row's p50 over tokio's (<1: faster); the pair and the floor: vs the floor");
     println!(
         "  target: spawn+join p50 <= 1.5x tokio's; the spawn_on pair <= 0.25x the futex floor; the rest reported"

@@ -146,7 +146,8 @@ pub struct Quota {
 }
 
 impl Quota {
-    /// The cgroup v2 hierarchy if it has the `cpu` controller, else v1's `cpu` hierarchy.
+    /// The cgroup v2 hierarchy if it has the `cpu` controller (which this enables for its
+    /// children, and leaves enabled), else v1's `cpu` hierarchy.
     fn controller() -> Option<Controller> {
         for dir in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
             let dir = Path::new(dir);
