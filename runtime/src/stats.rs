@@ -98,6 +98,15 @@ pub struct CoreMetrics {
     /// Slots of the ring's fixed-file table held by direct descriptors the program owns
     /// (accepted or opened into the table, not closed yet).
     pub fixed_files_in_use: u64,
+    /// Time the core's thread ran on its CPU, in nanoseconds (the kernel's
+    /// `/proc/thread-self/schedstat`, read when the core publishes its metrics: up to 10 ms
+    /// old; 0 where the kernel keeps no such counter).
+    pub cpu_run_ns: u64,
+    /// Time the core's thread was ready to run but waited for its CPU while other threads
+    /// had it, in nanoseconds (as `cpu_run_ns`): what a CPU shared with a load generator,
+    /// a neighbour or a hog costs the core ([`cpu_contention`](crate::ext::cpu_contention)
+    /// is its recent share).
+    pub cpu_wait_ns: u64,
 }
 
 macro_rules! published {
@@ -169,6 +178,8 @@ published!(
     msg_ring_sent,
     msg_ring_received,
     fixed_files_in_use,
+    cpu_run_ns,
+    cpu_wait_ns,
 );
 
 /// Fields that are values at a moment, not counts since the start.

@@ -7,6 +7,7 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::contention::CpuClock;
 use super::{Core, RawTask};
 use crate::stats::{busy_ns, coarse_ns, CoreMetrics, Histograms, PUBLISH_INTERVAL};
 
@@ -33,6 +34,8 @@ pub(crate) struct LoopStats {
     /// creation, and the histograms themselves.
     pub(super) histograms: bool,
     hists: Histograms,
+    /// The thread's time on and waiting for its CPU (read when the metrics are published).
+    cpu: CpuClock,
 }
 
 impl LoopStats {
@@ -49,6 +52,7 @@ impl LoopStats {
             dirty: Cell::new(true),
             histograms,
             hists: Histograms::default(),
+            cpu: CpuClock::open(),
         }
     }
 
@@ -121,6 +125,7 @@ impl Core {
 
     /// Publishes the core's counters for other threads (a few relaxed stores).
     pub(super) fn publish_metrics(&self) {
+        self.stats.cpu.sample(&self.shared.contention);
         if self.stats.histograms {
             self.stats.hists.publish(&self.shared.histograms);
         }
@@ -139,6 +144,7 @@ impl Core {
         let s = &self.stats;
         let slot = u64::from(self.slot.try_borrow().ok()?.is_some());
         let owned = self.owned.try_borrow().ok()?.len() as u64;
+        let (cpu_run, cpu_wait) = s.cpu.totals();
         Some(CoreMetrics {
             polls: s.polls.get(),
             spawned_tasks: s.spawned.get(),
@@ -163,6 +169,8 @@ impl Core {
             msg_ring_sent: c.msg_rings_sent,
             msg_ring_received: c.msg_rings_received,
             fixed_files_in_use: self.ctx.fixed_in_use.get(),
+            cpu_run_ns: cpu_run,
+            cpu_wait_ns: cpu_wait,
         })
     }
 }

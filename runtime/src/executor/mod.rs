@@ -16,6 +16,7 @@
 //! reach their core through it.
 
 mod balance;
+mod contention;
 mod dump;
 mod id;
 mod join;
@@ -43,6 +44,7 @@ use crate::driver::bufring::CoreRing;
 use crate::driver::{Driver, RingConfig, RingContext};
 use crate::time::Timers;
 pub(crate) use balance::Fresh;
+pub use contention::{cpu_contention, cpu_demand};
 pub use dump::{dump, dump_all, TaskDump};
 pub use id::Id;
 pub(crate) use id::IdBlock;

@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) fresh: FreshQueue,
     /// The core's metrics as it last published them.
     pub(crate) metrics: Published,
+    /// How much its thread waited for its CPU, and ran, lately (`contention.rs`).
+    pub(crate) contention: super::contention::Shares,
     /// Its poll-time and schedule-delay histograms, as last published (all zero when off).
     pub(crate) histograms: [SharedHistogram; 2],
     /// Values other threads sent back to be dropped here (`CoreOwner::drop_on_core`).
@@ -89,6 +91,7 @@ impl Shared {
             stop_waker: AtomicWaker::new(),
             fresh: FreshQueue::default(),
             metrics: Published::default(),
+            contention: Default::default(),
             histograms: Default::default(),
             orphans: Default::default(),
         })

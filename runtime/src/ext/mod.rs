@@ -103,7 +103,7 @@ pub use crate::driver::op::{
     sqe_with_ioprio_bits, sqe_with_optlen, Completable, Cqe, Link, MultiOp, Op, Prep, Release,
 };
 pub use crate::error::context as error_context;
-pub use crate::executor::CoreOwner;
+pub use crate::executor::{cpu_contention, cpu_demand, CoreOwner};
 pub use crate::fd::{FdTarget, SharedFd};
 #[doc(inline)]
 pub use crate::{fd_sqe, impl_async_io};
