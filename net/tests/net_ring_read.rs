@@ -15,20 +15,11 @@ use runtime::buf::core_ring;
 use runtime::time::{sleep, timeout};
 use runtime::Builder;
 
-const LIMIT: Duration = Duration::from_secs(60);
+mod common;
 
-/// A deterministic byte pattern: connection `seed`'s byte at `i`.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use common::pattern;
+
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// Echoes every chunk back as it is until end of stream, with the owned `write_all` (which
 /// waits for each send) or with `write_chunk` (write-behind, then a close that waits for the

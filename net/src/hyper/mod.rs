@@ -73,7 +73,7 @@ pub mod upgrade;
 pub use client::{Client, ClientBuilder};
 pub(crate) use rt::SocketIo;
 pub use rt::{HyperExecutor, HyperIo, HyperTimer};
-pub use serve::{from_hyper, serve, Builder, FromHyper, Server};
+pub use serve::{from_hyper, serve, Builder, FromHyper, Rebalance, Server};
 #[cfg(feature = "serve-dir")]
 pub use serve_dir::{ResponseFuture, ServeDir, ServeDirBody, DEFAULT_CHUNK, WHOLE_FILE_MAX};
 pub use upgrade::{UpgradableIo, UpgradedIo};

@@ -4,12 +4,16 @@
 
 use std::future::Future;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use ::hyper::rt::{Executor, Read, ReadBufCursor, Sleep, Timer, Write};
 use futures::io::{AsyncBufRead, AsyncWrite};
+
+use super::serve::Watch;
 
 /// A stream of this crate (e.g. [`TcpStream`](crate::TcpStream)) seen through hyper's I/O
 /// traits.
@@ -107,21 +111,67 @@ impl<T: AsyncBufRead + AsyncWrite + Unpin> Write for HyperIo<T> {
 /// nothing buffered receives straight into hyper's buffer (`ring_read/direct.rs`): a
 /// request body's bytes are copied once, by the kernel, as on tokio. (`HyperIo` itself is
 /// generic over any `AsyncBufRead`, which can only hand out what it has buffered.)
+///
+/// `serve` may take the connection off its core between requests (`serve/moving.rs`): the
+/// I/O then notes what hyper reads in the connection's [`Watch`], and its drop hands the
+/// stream back to the watch instead of closing it. A connection moved here from another
+/// core starts with the bytes that core had received (`prefix`).
 #[derive(Debug)]
 pub(crate) struct SocketIo {
-    io: HyperIo<crate::TcpStream>,
+    /// Taken only by `Drop`.
+    io: ManuallyDrop<HyperIo<crate::TcpStream>>,
     /// hyper's last read was a large one: a flush does not read ahead (that would arm the
     /// ring's receive, which a large read then stops again).
     large: bool,
+    /// Bytes to hand to hyper before the socket's (a moved connection's), and how many of
+    /// them went.
+    prefix: Option<Box<(Vec<u8>, usize)>>,
+    watch: Option<Rc<Watch>>,
 }
 
 impl SocketIo {
-    /// Wraps `stream`.
-    pub(crate) fn new(stream: crate::TcpStream) -> SocketIo {
+    /// Wraps `stream`: its bytes, after `prefix`'s; `watch`: it may move.
+    pub(crate) fn new(
+        stream: crate::TcpStream,
+        prefix: Vec<u8>,
+        watch: Option<Rc<Watch>>,
+    ) -> SocketIo {
         SocketIo {
-            io: HyperIo::new(stream),
+            io: ManuallyDrop::new(HyperIo::new(stream)),
             large: false,
+            prefix: (!prefix.is_empty()).then(|| Box::new((prefix, 0))),
+            watch,
         }
+    }
+
+    /// Hands hyper the next bytes of `prefix`.
+    #[cold]
+    fn read_prefix(&mut self, mut buf: ReadBufCursor<'_>) -> Poll<io::Result<()>> {
+        if let Some(p) = &mut self.prefix {
+            let (bytes, at) = &mut **p;
+            let n = (bytes.len() - *at).min(buf.remaining());
+            buf.put_slice(&bytes[*at..*at + n]);
+            if let Some(w) = &self.watch {
+                w.read(&bytes[*at..*at + n]);
+            }
+            *at += n;
+            if *at == bytes.len() {
+                self.prefix = None;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for SocketIo {
+    fn drop(&mut self) {
+        // SAFETY: `io` is taken here only, once.
+        let io = unsafe { ManuallyDrop::take(&mut self.io) };
+        let back = match &self.watch {
+            Some(w) => w.take_back(io.into_inner()),
+            None => Some(io.into_inner()),
+        };
+        drop(back);
     }
 }
 
@@ -132,13 +182,28 @@ impl Read for SocketIo {
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.prefix.is_some() {
+            return this.read_prefix(buf);
+        }
         this.large = buf.remaining() >= crate::io::DIRECT_MIN;
         let stream = &mut this.io.inner;
         // Every read through the stream's read state: a small one copies what is in hand
         // (a bundle's buffers together), a large one may receive straight into `buf`.
         // SAFETY: `poll_read_into` never writes an uninitialised byte into the slice.
         let out = unsafe { buf.as_mut() };
-        let n = ready!(stream.read.poll_read_into(&stream.fd, cx, out))?;
+        let n = match stream.read.poll_read_into(&stream.fd, cx, out) {
+            Poll::Ready(n) => n?,
+            Poll::Pending => {
+                if let Some(w) = &this.watch {
+                    w.wait();
+                }
+                return Poll::Pending;
+            }
+        };
+        if let Some(w) = &this.watch {
+            // SAFETY: `poll_read_into` initialised the first `n` bytes of `out`.
+            w.read(unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<u8>(), n) });
+        }
         // SAFETY: it wrote (initialised) the first `n` bytes.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
@@ -151,7 +216,11 @@ impl Write for SocketIo {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+        let this = self.get_mut();
+        if let Some(w) = &this.watch {
+            w.wrote(false);
+        }
+        Pin::new(&mut *this.io).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -159,7 +228,11 @@ impl Write for SocketIo {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        if let Some(w) = &this.watch {
+            w.wrote(false);
+        }
+        Pin::new(&mut *this.io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -178,11 +251,15 @@ impl Write for SocketIo {
         if !this.large && stream.read.is_idle() {
             let _ = Pin::new(&mut *stream).poll_fill_buf(cx);
         }
-        stream.write.poll_flush_started(&stream.fd)
+        let flushed = stream.write.poll_flush_started(&stream.fd);
+        if let (Some(w), Poll::Ready(Ok(()))) = (&this.watch, &flushed) {
+            w.wrote(true);
+        }
+        flushed
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+        Pin::new(&mut *self.get_mut().io).poll_shutdown(cx)
     }
 }
 

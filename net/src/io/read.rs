@@ -72,6 +72,15 @@ pub(super) trait Source {
     /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
     fn poll_chunk(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>>;
 
+    /// Stops reading for good, appending every byte in hand to `out`: ready once nothing
+    /// of this socket's reads is in flight (see [`ReadState::poll_detach`]).
+    fn poll_stop(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<()>>;
+
     /// Adds the source's state to its socket's `Debug`.
     fn debug_fields(&self, d: &mut fmt::DebugStruct<'_, '_>);
 }
@@ -147,6 +156,23 @@ impl ReadState {
     }
 
     /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
+    /// Stops reading the socket for good, appending every byte received and not yet read
+    /// to `out`, in order: the multishot receive is cancelled and its CQEs read to the last
+    /// one. Ready once none of the socket's reads is in flight, so that the socket may
+    /// leave its core ([`StreamSocket::detach`](crate::stream::StreamSocket)); end of
+    /// stream is an `UnexpectedEof` error.
+    pub(crate) fn poll_detach(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<()>> {
+        match self.source.get_mut() {
+            Some(source) => source.poll_stop(fd, cx, out),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
     pub(crate) fn poll_chunk(
         &mut self,
         fd: &SharedFd,
@@ -283,6 +309,26 @@ impl Source for ReadAhead<SockFd> {
 
     /// A copy of what is buffered (receiving first if there is nothing): the buffer stays
     /// the socket's, to be filled again.
+    /// Only with no read in flight (a read-ahead cannot be stopped without losing what it
+    /// may be receiving): the buffered bytes.
+    fn poll_stop(
+        &mut self,
+        _fd: &SharedFd,
+        _cx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<()>> {
+        if !ReadAhead::is_idle(self) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a socket read without a buffer ring cannot leave its core with a read in flight",
+            )));
+        }
+        let n = self.buffered().len();
+        out.extend_from_slice(self.buffered());
+        ReadAhead::consume(self, n);
+        Poll::Ready(Ok(()))
+    }
+
     fn poll_chunk(&mut self, _fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>> {
         let chunk = ready!(ReadAhead::poll_fill_buf(self, cx))?.to_vec();
         ReadAhead::consume(self, chunk.len());

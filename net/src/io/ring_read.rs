@@ -223,6 +223,50 @@ impl RingRead {
         }
     }
 
+    /// Stops reading for good (the socket is leaving this core, `StreamSocket::detach`):
+    /// cancels the multishot receive and reads its CQEs to the last one, appending every
+    /// byte in hand, in order, to `out`; the buffers go back to the ring. Ready once no
+    /// receive (and no readiness wait) of this socket is left in flight. End of stream and
+    /// the receive's errors are errors: a socket that ended has nothing to move.
+    pub(crate) fn poll_stop(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<()>> {
+        let _ = fd;
+        // The readiness wait of a large read borrows nothing: dropping it cancels it.
+        self.ready = None;
+        if let Some(op) = &mut self.op {
+            if !self.stopping {
+                self.stopping = true;
+                op.cancel();
+            }
+        }
+        loop {
+            if let Some(c) = self.chunk.take() {
+                out.extend_from_slice(&c);
+            }
+            for b in self.more.drain(..) {
+                out.extend_from_slice(&b);
+            }
+            if self.eof {
+                return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into()));
+            }
+            let Some(op) = &mut self.op else {
+                self.stopping = false;
+                return Poll::Ready(Ok(()));
+            };
+            let cqe = ready!(op.poll_next_cqe(cx));
+            match self.take_cqe(cqe) {
+                Some(Ok(Some(buf))) => self.chunk = Some(buf),
+                Some(Ok(None)) => self.eof = true,
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => {}
+            }
+        }
+    }
+
     /// The receive found the ring empty (`ENOBUFS`): grows the core's ring if it is too
     /// small for the load (then the next arm is on the new one, at once); else the next arm
     /// waits for a buffer to come back, unless the kernel already has some.
@@ -284,6 +328,15 @@ impl Source for RingRead {
         out: &mut [std::mem::MaybeUninit<u8>],
     ) -> Poll<io::Result<Option<usize>>> {
         self.poll_large(fd, cx, out)
+    }
+
+    fn poll_stop(
+        &mut self,
+        fd: &SharedFd,
+        cx: &mut Context<'_>,
+        out: &mut Vec<u8>,
+    ) -> Poll<io::Result<()>> {
+        RingRead::poll_stop(self, fd, cx, out)
     }
 
     fn poll_chunk(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>> {

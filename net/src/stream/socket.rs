@@ -97,6 +97,25 @@ impl<F: Family> StreamSocket<F> {
         crate::sys::into_blocking(fd).map_err(|e| error_context(e, "into_std"))
     }
 
+    /// Takes the socket off this core so that another core can go on with it
+    /// (`hyper::serve` moving an idle connection): waits for every write-behind send to
+    /// complete, stops the receive and collects the bytes received but not read yet, and
+    /// returns the socket as a regular fd (installed for a direct descriptor) with those
+    /// bytes, which come before any the fd reads. Nothing of the socket is in flight on
+    /// this core afterwards. A send's error, end of stream, or a failed install is an error
+    /// (the socket is then closed).
+    #[cfg_attr(not(feature = "hyper"), allow(dead_code))]
+    pub(crate) async fn detach(mut self) -> io::Result<(OwnedFd, Vec<u8>)> {
+        std::future::poll_fn(|cx| self.write.poll_flush(&self.fd, cx)).await?;
+        let mut bytes = Vec::new();
+        std::future::poll_fn(|cx| self.read.poll_detach(&self.fd, cx, &mut bytes)).await?;
+        let StreamSocket {
+            fd, read, write, ..
+        } = self;
+        drop((read, write));
+        Ok((fd.into_owned()?, bytes))
+    }
+
     read_methods!();
     write_methods!();
     addr_methods!();

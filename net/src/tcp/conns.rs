@@ -9,12 +9,14 @@ use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use futures::StreamExt;
 
 use runtime::JoinHandle;
 use slab::Slab;
 
+use crate::tcp::handoff::{Handoff, Moved};
 use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
 
@@ -144,7 +146,9 @@ impl Drop for Tracker {
 }
 
 /// One core's accept loop, shared by `serve` and `hyper::serve`: hands every connection of
-/// `listener` to `conn(stream, conns, key)`, spawned and tracked in this core's [`Conns`],
+/// `listener`, and every one other cores move here through `handoff` (this core's
+/// mailbox), to `conn(stream, prefix, tracker)` (`prefix`: the bytes received before the
+/// move, empty for an accepted one), spawned and tracked in this core's [`Conns`],
 /// until `signal`; then closes the listener, tells the connections (those that listen,
 /// through [`Conns::closing`]), waits for them up to the signal's deadline and aborts those
 /// left. A `Server` dropped without a shutdown ends the loop and leaves the connections
@@ -153,39 +157,61 @@ impl Drop for Tracker {
 pub(crate) async fn accept_until<C, F>(
     listener: TcpListener,
     mut signal: Signal,
+    handoff: Option<(&Handoff, usize)>,
     conn: C,
 ) -> io::Result<()>
 where
-    C: Fn(TcpStream, Tracker) -> F,
+    C: Fn(TcpStream, Vec<u8>, Tracker) -> F,
     F: Future<Output = ()> + 'static,
 {
+    enum Next {
+        Stop(Option<Instant>),
+        Accepted(Option<io::Result<TcpStream>>),
+        Moved(Vec<Moved>),
+    }
     let conns = Rc::new(Conns::default());
+    let start = |stream: TcpStream, prefix: Vec<u8>| {
+        let tracked = conns.clone();
+        conns.spawn(|key| {
+            conn(
+                stream,
+                prefix,
+                Tracker {
+                    conns: tracked,
+                    key,
+                },
+            )
+        });
+    };
     let mut incoming = listener.incoming();
     let deadline = loop {
         let next = poll_fn(|cx| {
             if let Poll::Ready(deadline) = Pin::new(&mut signal).poll(cx) {
-                return Poll::Ready(Err(deadline));
+                return Poll::Ready(Next::Stop(deadline.ok()));
             }
-            incoming.poll_next_unpin(cx).map(Ok)
+            if let Some((handoff, core)) = handoff {
+                if let Poll::Ready(moved) = handoff.poll_recv(core, cx) {
+                    return Poll::Ready(Next::Moved(moved));
+                }
+            }
+            incoming.poll_next_unpin(cx).map(Next::Accepted)
         })
         .await;
         match next {
-            Err(deadline) => break deadline.ok(),
-            Ok(None) => break None,
-            Ok(Some(Ok(stream))) => {
-                let tracked = conns.clone();
-                conns.spawn(|key| {
-                    conn(
-                        stream,
-                        Tracker {
-                            conns: tracked,
-                            key,
-                        },
-                    )
-                });
+            Next::Stop(deadline) => break deadline,
+            Next::Accepted(None) => break None,
+            Next::Accepted(Some(Ok(stream))) => start(stream, Vec::new()),
+            Next::Moved(moved) => {
+                for Moved { fd, prefix } in moved {
+                    // A socket that cannot be taken on here is closed (its fd dropped).
+                    if let Ok(stream) = TcpStream::from_std(fd.into()) {
+                        start(stream, prefix);
+                    }
+                }
             }
-            Ok(Some(Err(e))) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
-            Ok(Some(Err(e))) => return Err(e),
+            Next::Accepted(Some(Err(e)))
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {}
+            Next::Accepted(Some(Err(e))) => return Err(e),
         }
     };
     // Stop accepting: the multishot accept is cancelled and the listener closed.

@@ -11,6 +11,9 @@
 //! [`crate::stream`]); the names here are aliases, as tokio spells them.
 
 pub(crate) mod conns;
+// Only `hyper::serve` moves connections; plain `serve` passes no mailbox.
+#[cfg_attr(not(feature = "hyper"), allow(dead_code))]
+pub(crate) mod handoff;
 mod listener;
 pub(crate) mod serve;
 pub(crate) mod server;

@@ -9,9 +9,13 @@ use std::pin::{pin, Pin};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use futures::channel::oneshot;
 use futures::future::{FutureExt, Shared};
 use runtime::JoinHandle;
+
+use crate::tcp::handoff::Handoff;
 
 /// The shutdown signal every core waits on: the deadline, once shutdown starts; `Err` if the
 /// [`Server`] was dropped without one.
@@ -28,6 +32,8 @@ pub struct Server {
     addr: SocketAddr,
     tasks: Vec<JoinHandle<io::Result<()>>>,
     trigger: Option<oneshot::Sender<Instant>>,
+    /// The mailboxes of connections moving between cores (`hyper::serve` only).
+    handoff: Option<Arc<Handoff>>,
 }
 
 impl Server {
@@ -47,7 +53,22 @@ impl Server {
             addr,
             tasks,
             trigger: Some(trigger),
+            handoff: None,
         }
+    }
+
+    /// The same, whose connections move between cores through `handoff`.
+    #[cfg(feature = "hyper")]
+    pub(crate) fn with_handoff(mut self, handoff: Arc<Handoff>) -> Server {
+        self.handoff = Some(handoff);
+        self
+    }
+
+    /// How many connections moved from one core to another since the server started
+    /// (`corering_net::hyper::serve`'s idle HTTP/1.1 connections, see its `Rebalance`);
+    /// always 0 for [`serve`](crate::serve).
+    pub fn connections_moved(&self) -> u64 {
+        self.handoff.as_ref().map_or(0, |h| h.moved())
     }
 
     /// The address every core's listener is bound to.

@@ -7,15 +7,19 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::{pin, Pin};
 use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
 
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 
+use super::moving::{Watch, Watched};
 use super::{BoxError, Builder};
 use crate::hyper::{HyperExecutor, HyperTimer, SocketIo, UpgradableIo};
 use crate::tcp::conns::{accept_until, Tracker};
+use crate::tcp::handoff::{Handoff, Moved};
 use crate::tcp::server::Signal;
 use crate::tcp::{TcpListener, TcpStream};
 
@@ -25,6 +29,7 @@ pub(super) async fn serve_core<M, S, B>(
     make: M,
     settings: Builder,
     signal: Signal,
+    (handoff, core): (Arc<Handoff>, usize),
 ) -> io::Result<()>
 where
     M: Future<Output = io::Result<S>>,
@@ -44,12 +49,20 @@ where
         configure(&mut http);
     }
     let http = Rc::new(http);
-    accept_until(listener, signal, |stream, tracker| {
+    // Moves need the core's receive ring (a read-ahead without one cannot be stopped) and
+    // an HTTP/1.1 connection over plain TCP.
+    let moves = handoff.enabled() && runtime::buf::core_ring().is_some();
+    #[cfg(feature = "tls")]
+    let moves = moves && settings.tls.is_none();
+    let mailbox = moves.then(|| (&*handoff, core));
+    accept_until(listener, signal, mailbox, |stream, prefix, tracker| {
         serve_conn(
             stream,
+            prefix,
             service.clone(),
             http.clone(),
             tracker,
+            moves.then(|| (handoff.clone(), core)),
             #[cfg(feature = "tls")]
             settings.tls.clone(),
         )
@@ -59,12 +72,16 @@ where
 }
 
 /// Serves one connection: the TLS handshake if there is one, then hyper's `auto`
-/// connection, told to finish gracefully once its core closes.
+/// connection, told to finish gracefully once its core closes. `prefix`: the bytes it
+/// received on the core it came from, if it moved; `handoff`: it may move on (the
+/// server's mailboxes, and this core's index).
 async fn serve_conn<S, B>(
     stream: TcpStream,
+    prefix: Vec<u8>,
     service: S,
     http: Rc<auto::Builder<HyperExecutor>>,
     tracker: Tracker,
+    handoff: Option<(Arc<Handoff>, usize)>,
     #[cfg(feature = "tls")] tls: Option<crate::tls::TlsAcceptor>,
 ) where
     S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + 'static,
@@ -82,25 +99,77 @@ async fn serve_conn<S, B>(
         Box::pin(async move {
             // A failed or timed-out handshake drops the socket here.
             if let Ok(stream) = tls.accept(stream).await {
-                run_conn(&http, crate::hyper::HyperIo::new(stream), service, &tracker).await;
+                run_conn(
+                    &http,
+                    crate::hyper::HyperIo::new(stream),
+                    service,
+                    &tracker,
+                    None,
+                )
+                .await;
             }
         })
         .await;
         return;
     }
-    run_conn(&http, SocketIo::new(stream), service, &tracker).await;
+    let Some((handoff, core)) = handoff else {
+        run_conn(
+            &http,
+            SocketIo::new(stream, prefix, None),
+            service,
+            &tracker,
+            None,
+        )
+        .await;
+        return;
+    };
+    let watch = Rc::new(Watch::default());
+    let service = Watched {
+        inner: service,
+        watch: watch.clone(),
+    };
+    let io = SocketIo::new(stream, prefix, Some(watch.clone()));
+    let moving = Moving {
+        watch: &watch,
+        handoff: &handoff,
+        core,
+    };
+    let Some(to) = run_conn(&http, io, service, &tracker, Some(moving)).await else {
+        return;
+    };
+    // The connection was dropped with its stream kept back: detach the socket (its sends
+    // finished, its receive stopped, the bytes it received kept) and post it. An error
+    // (the peer reset, or closed) closes it here, as serving it would have.
+    if let Some(stream) = watch.stream() {
+        if let Ok((fd, prefix)) = stream.detach().await {
+            handoff.send(to, Moved { fd, prefix });
+        }
+    }
+}
+
+/// What `drive` needs to move an idle connection: its watch, the server's mailboxes and
+/// this core's index.
+#[derive(Clone, Copy)]
+struct Moving<'a> {
+    watch: &'a Watch,
+    handoff: &'a Handoff,
+    core: usize,
 }
 
 /// Serves `io` with hyper's `auto` connection to its end, asking it to shut down gracefully
-/// once the core closes. The connection is built here, not passed in: an `async fn` keeps
-/// its arguments apart from its locals, so a connection passed by value would take its
+/// once the core closes; with `moving`, until it is idle on a core it should leave: then
+/// the connection is dropped (its I/O keeping the stream back) and the core it goes to is
+/// returned. The connection is built here, not passed in: an `async fn` keeps its
+/// arguments apart from its locals, so a connection passed by value would take its
 /// (large) size twice in the task.
 async fn run_conn<I, S, B>(
     http: &auto::Builder<HyperExecutor>,
     io: I,
     service: S,
     tracker: &Tracker,
-) where
+    moving: Option<Moving<'_>>,
+) -> Option<usize>
+where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
     S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
     S::Future: 'static,
@@ -116,28 +185,44 @@ async fn run_conn<I, S, B>(
         // connection is no longer tracked here: the graceful shutdown does not wait for it,
         // its owner closes it.
         let conn = pin!(http.serve_connection_with_upgrades(UpgradableIo::new(io), service));
-        drive(conn, tracker, |conn| conn.graceful_shutdown()).await;
+        drive(conn, tracker, moving, |conn| conn.graceful_shutdown()).await
     } else {
         // HTTP/1-only or HTTP/2-only (`http1_only()`, `http2_only()`, as the gRPC preset
         // sets): hyper-util's upgradeable connection serves whichever version the client
         // speaks, so a restricted builder is served without upgrades, which keeps the
         // restriction.
         let conn = pin!(http.serve_connection(io, service));
-        drive(conn, tracker, |conn| conn.graceful_shutdown()).await;
+        drive(conn, tracker, moving, |conn| conn.graceful_shutdown()).await
     }
 }
 
-/// Polls `conn` to its end, telling it to finish (`shutdown`) once the core closes.
+/// Polls `conn` to its end, telling it to finish (`shutdown`) once the core closes; with
+/// `moving`, stops early when the connection is idle and should leave this core, and
+/// returns where to (the caller drops the connection, which the watch is told of here).
 /// Errors (a reset peer, a malformed request hyper answered with 400) end just this
 /// connection; there is no one to report them to.
-async fn drive<C: Future>(mut conn: Pin<&mut C>, tracker: &Tracker, shutdown: fn(Pin<&mut C>)) {
+async fn drive<C: Future>(
+    mut conn: Pin<&mut C>,
+    tracker: &Tracker,
+    moving: Option<Moving<'_>>,
+    shutdown: fn(Pin<&mut C>),
+) -> Option<usize> {
     let mut told = false;
-    let _ = poll_fn(|cx| {
+    poll_fn(|cx| {
         if !told && tracker.conns.closing(tracker.key, cx) {
             shutdown(conn.as_mut());
             told = true;
         }
-        conn.as_mut().poll(cx)
+        if conn.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        if let Some(m) = moving.filter(|m| !told && m.watch.idle()) {
+            if let Some(to) = m.handoff.target(m.core) {
+                m.watch.keep_stream();
+                return Poll::Ready(Some(to));
+            }
+        }
+        Poll::Pending
     })
-    .await;
+    .await
 }

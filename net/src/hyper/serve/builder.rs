@@ -10,9 +10,10 @@ use hyper::body::{Body, Incoming};
 use hyper_util::server::conn::auto;
 
 use super::accept::serve_core;
-use super::{BoxError, Configure, Server};
+use super::{BoxError, Configure, Rebalance, Server};
 use crate::hyper::HyperExecutor;
 use crate::sys::resolve::ToSocketAddrs;
+use crate::tcp::handoff::Handoff;
 use crate::tcp::serve::bind_per_core;
 use crate::tcp::ListenOptions;
 
@@ -22,6 +23,7 @@ pub struct Builder {
     listen: ListenOptions,
     /// Applied to every core's HTTP builder (see [`http`](Builder::http)).
     pub(super) configure: Option<Configure>,
+    pub(super) rebalance: Rebalance,
     #[cfg(feature = "tls")]
     pub(super) tls: Option<crate::tls::TlsAcceptor>,
 }
@@ -36,6 +38,7 @@ impl std::fmt::Debug for Builder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Builder");
         d.field("listen", &self.listen);
+        d.field("rebalance", &self.rebalance);
         #[cfg(feature = "tls")]
         d.field("tls", &self.tls);
         d.finish_non_exhaustive()
@@ -49,6 +52,7 @@ impl Builder {
         Builder {
             listen: ListenOptions::new(),
             configure: None,
+            rebalance: Rebalance::default(),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -60,6 +64,14 @@ impl Builder {
     #[cfg(feature = "tls")]
     pub fn tls(mut self, acceptor: crate::tls::TlsAcceptor) -> Builder {
         self.tls = Some(acceptor);
+        self
+    }
+
+    /// When idle HTTP/1.1 connections move between cores ([`Rebalance::Contended`] unless
+    /// set: off a core whose CPU other threads take). Connections over TLS and HTTP/2
+    /// stay on the core that accepted them.
+    pub fn rebalance(mut self, rebalance: Rebalance) -> Builder {
+        self.rebalance = rebalance;
         self
     }
 
@@ -161,6 +173,7 @@ impl Builder {
         let options = self.listen.clone().nodelay(true);
         let (addr, listeners) = bind_per_core("corering_net::hyper::serve", &addr, &options)?;
         let (trigger, signal) = Server::signal();
+        let handoff = Arc::new(Handoff::new(listeners.len(), self.rebalance));
         let tasks = listeners
             .into_iter()
             .enumerate()
@@ -168,11 +181,12 @@ impl Builder {
                 let make = make.clone();
                 let settings = self.clone();
                 let signal = signal.clone();
+                let handoff = handoff.clone();
                 runtime::spawn_on_local(core, move || {
-                    serve_core(listener, make(core), settings, signal)
+                    serve_core(listener, make(core), settings, signal, (handoff, core))
                 })
             })
             .collect();
-        Ok(Server::new(addr, tasks, trigger))
+        Ok(Server::new(addr, tasks, trigger).with_handoff(handoff))
     }
 }

@@ -19,17 +19,24 @@
 //! finishes its open streams), waits for them up to the grace period, then aborts those
 //! left, which closes their sockets.
 //!
+//! Connections move between cores (see [`Rebalance`]): an idle HTTP/1.1 connection on a
+//! core whose CPU is taken by other threads goes to a core whose CPU is free, its socket
+//! and the bytes it received with it, and is served there from its next request on.
+//!
 //! The jobs, one file each: `builder.rs` ([`Builder`]: the settings, and binding a
 //! listener per core), `accept.rs` (one core's accept loop, and serving one connection with
-//! hyper-util's `auto` connection). The [`Server`] handle and the connection tracking for
+//! hyper-util's `auto` connection), `moving.rs` (when a connection is idle enough to move). The [`Server`] handle and the connection tracking for
 //! the graceful shutdown are the same as plain [`serve`](crate::serve)'s (`tcp/server.rs`,
 //! `tcp/conns.rs`).
 
 mod accept;
 mod builder;
+mod moving;
 
+pub use crate::tcp::handoff::Rebalance;
 pub use crate::tcp::Server;
 pub use builder::Builder;
+pub(crate) use moving::Watch;
 
 use std::io;
 use std::sync::Arc;
