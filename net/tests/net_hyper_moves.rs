@@ -2,9 +2,10 @@
 //! (`Rebalance`): with `Rebalance::Always` every request of a connection is served on
 //! another core than the one before, through GETs with bodies up to a megabyte, echoed
 //! uploads, pipelined requests, a request's head cut after the one before it, and requests
-//! written in pieces (a head that arrives while its connection moves), on both backends; every byte is checked, every connection's
-//! cores alternate, and the fds of moved sockets are all closed once the clients are gone
-//! and after a shutdown with connections still open. `Rebalance::Off` moves nothing.
+//! written in pieces (a head that arrives while its connection moves), on both backends;
+//! every byte is checked, every connection's cores alternate, and the fds of moved sockets
+//! are all closed once the clients are gone, after peers reset mid-move, and after a
+//! shutdown with connections still open. `Rebalance::Off` moves nothing.
 
 mod common;
 
@@ -342,6 +343,56 @@ fn a_shutdown_with_idle_connections_moving_closes_every_socket() {
                 "{backend}: {left} fds open with the 64 client sockets, {baseline} before: {}",
                 fd_list()
             );
+        });
+    });
+}
+
+#[test]
+fn peers_that_reset_while_their_connection_moves_leave_nothing_open() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    on_each_backend(|backend, rt| {
+        rt.block_on(async {
+            let baseline = open_fds();
+            let server = moving_server();
+            let addr = server.local_addr();
+            // Each peer reads its answer and resets the connection at once (SO_LINGER 0),
+            // while the server stops its receive, waits for its send and posts it; some
+            // send the next request first, which the reset throws away.
+            let (tx, done) = futures::channel::oneshot::channel::<()>();
+            std::thread::spawn(move || {
+                for c in 0..200u64 {
+                    let s = TcpStream::connect(addr).unwrap();
+                    let mut w = s.try_clone().unwrap();
+                    w.write_all(&get(c as usize * 97 % 70_000, c)).unwrap();
+                    let mut r = BufReader::new(s);
+                    let (_, body) = read_response(&mut r).unwrap();
+                    assert!(body == pattern(c, c as usize * 97 % 70_000));
+                    if c % 2 == 0 {
+                        w.write_all(&get(10, c)).unwrap();
+                    }
+                    socket2::SockRef::from(&w)
+                        .set_linger(Some(Duration::ZERO))
+                        .unwrap();
+                }
+                let _ = tx.send(());
+            });
+            done.await.unwrap();
+            let left = fds_back_to(baseline + 4).await;
+            assert!(
+                left <= baseline + 4,
+                "{backend}: {left} fds open after 200 resets, {baseline} before: {}",
+                fd_list()
+            );
+            // The server goes on answering.
+            let fresh = TcpStream::connect(addr).unwrap();
+            let (tx, answered) = futures::channel::oneshot::channel();
+            std::thread::spawn(move || {
+                let mut w = fresh.try_clone().unwrap();
+                w.write_all(&get(5, 9)).unwrap();
+                let _ = tx.send(read_response(&mut BufReader::new(fresh)).unwrap().1);
+            });
+            assert_eq!(answered.await.unwrap(), pattern(9, 5));
+            server.shutdown(Duration::from_secs(1)).await.unwrap();
         });
     });
 }
