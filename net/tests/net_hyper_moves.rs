@@ -348,6 +348,43 @@ fn a_shutdown_with_idle_connections_moving_closes_every_socket() {
 }
 
 #[test]
+fn a_connection_accepted_on_a_core_it_should_leave_goes_before_its_first_read() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    on_each_backend(|backend, rt| {
+        rt.block_on(async {
+            if runtime::buf::core_ring().is_none() {
+                return;
+            }
+            let server = moving_server();
+            let addr = server.local_addr();
+            let (connected_tx, connected) = futures::channel::oneshot::channel::<()>();
+            let (go_tx, go) = mpsc::channel::<()>();
+            let (tx, answered) = futures::channel::oneshot::channel();
+            std::thread::spawn(move || {
+                let s = TcpStream::connect(addr).unwrap();
+                let _ = connected_tx.send(());
+                go.recv().unwrap();
+                let mut w = s.try_clone().unwrap();
+                w.write_all(&get(300, 5)).unwrap();
+                let _ = tx.send(read_response(&mut BufReader::new(s)).unwrap().1);
+            });
+            connected.await.unwrap();
+            // Accepted, not read: it moved once, and stays on its new core until it has
+            // served a request there.
+            let until = Instant::now() + Duration::from_secs(5);
+            while server.connections_moved() == 0 && Instant::now() < until {
+                runtime::time::sleep(Duration::from_millis(5)).await;
+            }
+            runtime::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!(server.connections_moved(), 1, "{backend}");
+            go_tx.send(()).unwrap();
+            assert_eq!(answered.await.unwrap(), pattern(5, 300), "{backend}");
+            server.shutdown(Duration::from_secs(1)).await.unwrap();
+        });
+    });
+}
+
+#[test]
 fn peers_that_reset_while_their_connection_moves_leave_nothing_open() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     on_each_backend(|backend, rt| {

@@ -147,8 +147,8 @@ impl Drop for Tracker {
 
 /// One core's accept loop, shared by `serve` and `hyper::serve`: hands every connection of
 /// `listener`, and every one other cores move here through `handoff` (this core's
-/// mailbox), to `conn(stream, prefix, tracker)` (`prefix`: the bytes received before the
-/// move, empty for an accepted one), spawned and tracked in this core's [`Conns`],
+/// mailbox), to `conn(stream, moved, tracker)` (`moved`: for a connection moved here, the
+/// bytes received before the move; `None` for one accepted here), spawned and tracked in this core's [`Conns`],
 /// until `signal`; then closes the listener, tells the connections (those that listen,
 /// through [`Conns::closing`]), waits for them up to the signal's deadline and aborts those
 /// left. A `Server` dropped without a shutdown ends the loop and leaves the connections
@@ -161,7 +161,7 @@ pub(crate) async fn accept_until<C, F>(
     conn: C,
 ) -> io::Result<()>
 where
-    C: Fn(TcpStream, Vec<u8>, Tracker) -> F,
+    C: Fn(TcpStream, Option<Vec<u8>>, Tracker) -> F,
     F: Future<Output = ()> + 'static,
 {
     enum Next {
@@ -170,7 +170,7 @@ where
         Moved(Vec<Moved>),
     }
     let conns = Rc::new(Conns::default());
-    let start = |stream: TcpStream, prefix: Vec<u8>| {
+    let start = |stream: TcpStream, prefix: Option<Vec<u8>>| {
         let tracked = conns.clone();
         conns.spawn(|key| {
             conn(
@@ -200,12 +200,12 @@ where
         match next {
             Next::Stop(deadline) => break deadline,
             Next::Accepted(None) => break None,
-            Next::Accepted(Some(Ok(stream))) => start(stream, Vec::new()),
+            Next::Accepted(Some(Ok(stream))) => start(stream, None),
             Next::Moved(moved) => {
                 for Moved { fd, prefix } in moved {
                     // A socket that cannot be taken on here is closed (its fd dropped).
                     if let Ok(stream) = TcpStream::from_std(fd.into()) {
-                        start(stream, prefix);
+                        start(stream, Some(prefix));
                     }
                 }
             }

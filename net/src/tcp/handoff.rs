@@ -27,12 +27,13 @@ pub enum Rebalance {
     /// Off a core whose thread waits for its CPU (another process's thread has it: a load
     /// generator on the same machine, a neighbour, a CPU hog; see
     /// [`runtime::ext::cpu_contention`]) to a core that waits less than half as much and
-    /// sleeps at least a quarter of the time ([`runtime::ext::cpu_demand`]). On a machine where each core has its CPU to itself this never
-    /// moves anything. The default.
+    /// sleeps at least a quarter of the time ([`runtime::ext::cpu_demand`]); a connection
+    /// accepted on such a core goes before its first read. On a machine where each core
+    /// has its CPU to itself this never moves anything. The default.
     #[default]
     Contended,
-    /// Every idle connection after each response, to the next core: every request of a
-    /// connection on another core than the one before. For testing an application's
+    /// Every connection as it is accepted and every idle one after each response, to the
+    /// next core: every request of a connection on another core than the one before. For testing an application's
     /// handlers under moves; each move costs a few system calls.
     Always,
     /// Never: a connection stays on the core that accepted it.

@@ -145,7 +145,7 @@ where
     let listener = TcpListener::from_std(std_listener)?;
     // Connections wait in the listener's backlog while the core's handler is made.
     let handler = make.await?;
-    accept_until(listener, signal, None, |stream, _prefix, tracker| {
+    accept_until(listener, signal, None, |stream, _moved, tracker| {
         let conn = handler(stream);
         async move {
             let _tracker = tracker;

@@ -55,10 +55,10 @@ where
     #[cfg(feature = "tls")]
     let moves = moves && settings.tls.is_none();
     let mailbox = moves.then(|| (&*handoff, core));
-    accept_until(listener, signal, mailbox, |stream, prefix, tracker| {
+    accept_until(listener, signal, mailbox, |stream, moved, tracker| {
         serve_conn(
             stream,
-            prefix,
+            moved,
             service.clone(),
             http.clone(),
             tracker,
@@ -72,12 +72,13 @@ where
 }
 
 /// Serves one connection: the TLS handshake if there is one, then hyper's `auto`
-/// connection, told to finish gracefully once its core closes. `prefix`: the bytes it
-/// received on the core it came from, if it moved; `handoff`: it may move on (the
-/// server's mailboxes, and this core's index).
+/// connection, told to finish gracefully once its core closes. `moved`: the bytes it
+/// received on the core it came from, if it moved here; `handoff`: it may move on (the
+/// server's mailboxes, and this core's index): one accepted on a core it should leave goes
+/// at once, before its first read.
 async fn serve_conn<S, B>(
     stream: TcpStream,
-    prefix: Vec<u8>,
+    moved: Option<Vec<u8>>,
     service: S,
     http: Rc<auto::Builder<HyperExecutor>>,
     tracker: Tracker,
@@ -115,7 +116,7 @@ async fn serve_conn<S, B>(
     let Some((handoff, core)) = handoff else {
         run_conn(
             &http,
-            SocketIo::new(stream, prefix, None),
+            SocketIo::new(stream, moved.unwrap_or_default(), None),
             service,
             &tracker,
             None,
@@ -123,12 +124,18 @@ async fn serve_conn<S, B>(
         .await;
         return;
     };
+    if moved.is_none() {
+        if let Some(to) = handoff.target(core) {
+            post(stream, &handoff, to).await;
+            return;
+        }
+    }
     let watch = Rc::new(Watch::default());
     let service = Watched {
         inner: service,
         watch: watch.clone(),
     };
-    let io = SocketIo::new(stream, prefix, Some(watch.clone()));
+    let io = SocketIo::new(stream, moved.unwrap_or_default(), Some(watch.clone()));
     let moving = Moving {
         watch: &watch,
         handoff: &handoff,
@@ -137,13 +144,18 @@ async fn serve_conn<S, B>(
     let Some(to) = run_conn(&http, io, service, &tracker, Some(moving)).await else {
         return;
     };
-    // The connection was dropped with its stream kept back: detach the socket (its sends
-    // finished, its receive stopped, the bytes it received kept) and post it. An error
-    // (the peer reset, or closed) closes it here, as serving it would have.
+    // The connection was dropped with its stream kept back.
     if let Some(stream) = watch.stream() {
-        if let Ok((fd, prefix)) = stream.detach().await {
-            handoff.send(to, Moved { fd, prefix });
-        }
+        post(stream, &handoff, to).await;
+    }
+}
+
+/// Detaches `stream` (its sends finished, its receive stopped, the bytes it received kept)
+/// and posts it to core `to`. An error (the peer reset, or closed) closes it here, as
+/// serving it would have.
+async fn post(stream: TcpStream, handoff: &Handoff, to: usize) {
+    if let Ok((fd, prefix)) = stream.detach().await {
+        handoff.send(to, Moved { fd, prefix });
     }
 }
 
