@@ -4,8 +4,9 @@
 //!
 //! Each core binds its own `SO_REUSEPORT` listener and makes its own service (one clone, or
 //! [`Builder::serve_with`]'s factory called on that core); a connection, its hyper state and
-//! its HTTP/2 stream tasks stay on the core that accepted it, so nothing here needs `Send`
-//! past the factory.
+//! its HTTP/2 stream tasks live on one core, so nothing here needs `Send` past the factory.
+//! An idle HTTP/1.1 connection may move to another core ([`Rebalance`]): its socket and the
+//! bytes it received go, and that core serves it with its own service from there on.
 //!
 //! Every HTTP/1.1 connection supports upgrades (hyper-util's `serve_connection_with_upgrades`):
 //! a handler that answers `101 Switching Protocols` takes the connection from the request's
