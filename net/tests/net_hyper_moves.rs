@@ -5,7 +5,8 @@
 //! written in pieces (a head that arrives while its connection moves), on both backends;
 //! every byte is checked, every connection's cores alternate, and the fds of moved sockets
 //! are all closed once the clients are gone, after peers reset mid-move, and after a
-//! shutdown with connections still open. `Rebalance::Off` moves nothing.
+//! shutdown with connections still open, and after a runtime dropped with sockets waiting
+//! in a core's mailbox. `Rebalance::Off` moves nothing.
 
 mod common;
 
@@ -75,7 +76,9 @@ fn app() -> impl tower_service::Service<
 /// Reads one response: its `x-core` and body.
 fn read_response(r: &mut BufReader<TcpStream>) -> io::Result<(usize, Vec<u8>)> {
     let mut line = String::new();
-    r.read_line(&mut line)?;
+    if r.read_line(&mut line)? == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     assert!(line.starts_with("HTTP/1.1 200"), "status line {line:?}");
     let (mut len, mut core) = (None, None);
     loop {
@@ -432,6 +435,64 @@ fn peers_that_reset_while_their_connection_moves_leave_nothing_open() {
             server.shutdown(Duration::from_secs(1)).await.unwrap();
         });
     });
+}
+
+#[test]
+fn a_runtime_dropped_with_sockets_waiting_in_a_mailbox_closes_every_socket() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let baseline = open_fds();
+    let rt = runtime::Builder::new().cores(2).build().unwrap();
+    let clients = rt.block_on(async {
+        let server = moving_server();
+        let addr = server.local_addr();
+        // Core 1 is held (a task blocking its thread), so the connections that core 0
+        // answers and moves to it wait in its mailbox, unread, until the runtime is gone.
+        drop(runtime::spawn_on(1, async {
+            std::thread::sleep(Duration::from_millis(800));
+        }));
+        let clients: Vec<_> = (0..32u64)
+            .map(|c| {
+                std::thread::spawn(move || {
+                    let s = TcpStream::connect(addr).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    let mut w = s.try_clone().unwrap();
+                    let mut r = BufReader::new(s);
+                    let mut n = 0u64;
+                    // Until the server side closes (its runtime dropped).
+                    while w.write_all(&get(64, c << 20 | n)).is_ok() {
+                        match read_response(&mut r) {
+                            Ok((_, body)) => assert!(body == pattern(c << 20 | n, 64)),
+                            Err(_) => break,
+                        }
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        let until = Instant::now() + Duration::from_secs(5);
+        while server.connections_moved() == 0 && Instant::now() < until {
+            runtime::time::sleep(Duration::from_millis(5)).await;
+        }
+        runtime::time::sleep(Duration::from_millis(100)).await;
+        assert!(server.connections_moved() > 0, "nothing moved");
+        // Dropped without a shutdown: its connections go on until the runtime goes.
+        drop(server);
+        clients
+    });
+    drop(rt);
+    for c in clients {
+        c.join().unwrap();
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while open_fds() > baseline && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        open_fds() <= baseline,
+        "{} fds open after the runtime, {baseline} before: {}",
+        open_fds(),
+        fd_list()
+    );
 }
 
 #[test]
