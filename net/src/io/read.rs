@@ -155,7 +155,6 @@ impl ReadState {
         }
     }
 
-    /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
     /// Stops reading the socket for good, appending every byte received and not yet read
     /// to `out`, in order: the multishot receive is cancelled and its CQEs read to the last
     /// one. Ready once none of the socket's reads is in flight, so that the socket may
@@ -173,6 +172,7 @@ impl ReadState {
         }
     }
 
+    /// The next chunk: what is buffered, else the next receive's; empty at end of stream.
     pub(crate) fn poll_chunk(
         &mut self,
         fd: &SharedFd,
@@ -307,8 +307,6 @@ impl Source for ReadAhead<SockFd> {
         ReadAhead::consume(self, amt);
     }
 
-    /// A copy of what is buffered (receiving first if there is nothing): the buffer stays
-    /// the socket's, to be filled again.
     /// Only with no read in flight (a read-ahead cannot be stopped without losing what it
     /// may be receiving): the buffered bytes.
     fn poll_stop(
@@ -329,6 +327,8 @@ impl Source for ReadAhead<SockFd> {
         Poll::Ready(Ok(()))
     }
 
+    /// A copy of what is buffered (receiving first if there is nothing): the buffer stays
+    /// the socket's, to be filled again.
     fn poll_chunk(&mut self, _fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>> {
         let chunk = ready!(ReadAhead::poll_fill_buf(self, cx))?.to_vec();
         ReadAhead::consume(self, chunk.len());

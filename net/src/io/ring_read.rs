@@ -230,11 +230,9 @@ impl RingRead {
     /// the receive's errors are errors: a socket that ended has nothing to move.
     pub(crate) fn poll_stop(
         &mut self,
-        fd: &SharedFd,
         cx: &mut Context<'_>,
         out: &mut Vec<u8>,
     ) -> Poll<io::Result<()>> {
-        let _ = fd;
         // The readiness wait of a large read borrows nothing: dropping it cancels it.
         self.ready = None;
         if let Some(op) = &mut self.op {
@@ -332,11 +330,11 @@ impl Source for RingRead {
 
     fn poll_stop(
         &mut self,
-        fd: &SharedFd,
+        _fd: &SharedFd,
         cx: &mut Context<'_>,
         out: &mut Vec<u8>,
     ) -> Poll<io::Result<()>> {
-        RingRead::poll_stop(self, fd, cx, out)
+        RingRead::poll_stop(self, cx, out)
     }
 
     fn poll_chunk(&mut self, fd: &SharedFd, cx: &mut Context<'_>) -> Poll<io::Result<Chunk>> {
