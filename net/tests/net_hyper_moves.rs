@@ -443,6 +443,10 @@ fn a_runtime_dropped_with_sockets_waiting_in_a_mailbox_closes_every_socket() {
     let baseline = open_fds();
     let rt = runtime::Builder::new().cores(2).build().unwrap();
     let clients = rt.block_on(async {
+        if runtime::buf::core_ring().is_none() {
+            // Nothing moves without a receive ring (see the first test).
+            return Vec::new();
+        }
         let server = moving_server();
         let addr = server.local_addr();
         // Core 1 is held (a task blocking its thread), so the connections that core 0
